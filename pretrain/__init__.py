@@ -1,0 +1,1 @@
+"""Compact MLM trainer for XLM-R encoders. Not built yet: see the issues."""

@@ -1,0 +1,1 @@
+"""Language sampling for multilingual pretraining (alpha-smoothed sampler). Not built yet: see the issues."""
