@@ -232,8 +232,16 @@ def write_wet(
     conversion record with WARC-Target-URI, WARC-Date, WARC-Refers-To and WARC-Block-Digest.
     A ``bytes`` item is written as it is (a raw gzip member, see ``raw_record``)."""
     writer = WARCWriter(stream, gzip=True, warc_version="WARC/1.0")
-    info = writer.create_warcinfo_record(filename, {"software": "xlmr-corpus sample generator"})
-    writer.write_record(info)
+    info = b"software: xlmr-corpus\r\nformat: WARC File Format 1.0\r\n"
+    # A fixed date and id (warcio's own warcinfo takes the clock), so that files are reproducible.
+    stream.write(raw_record({
+        "WARC-Type": "warcinfo",
+        "WARC-Date": "2019-02-16T00:00:00Z",
+        "WARC-Filename": filename,
+        "WARC-Record-ID": f"<urn:uuid:{_uuid(filename, 0, 'warcinfo')}>",
+        "Content-Type": "application/warc-fields",
+        "Content-Length": str(len(info)),
+    }, info))
     for number, page in enumerate(pages):
         if isinstance(page, bytes):
             stream.write(page)

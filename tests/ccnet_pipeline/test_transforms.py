@@ -1,0 +1,131 @@
+"""One TestPipeline per composite transform, on WET files written by the test."""
+import json
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from ccnet_pipeline.transforms import (
+    BAD,
+    DROPPED,
+    KEPT,
+    Deduplicate,
+    LanguageId,
+    Quarantine,
+    WriteDropped,
+    WriteShards,
+)
+from ccnet_pipeline.wet import BadRecord, raw_record
+from filters.dedup import DedupConfig
+from filters.document import make_document
+from lid.model import LidConfig
+from tests.conftest import TEXT, page, write_wet_file
+
+
+def pipeline():
+    return TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"]))
+
+
+def doc(text, language=None, url="https://a.org/x"):
+    d = make_document(url=url, date_download="2019-02-16T04:15:08Z", digest="sha1:X", title="t", raw_content=text, cc_segment="s")
+    return {**d, "language": language, "language_score": 0.9 if language else None}
+
+
+@pytest.fixture
+def segments(tmp_path):
+    boiler = "Home | News | Contact"
+    first = write_wet_file(tmp_path / "a.warc.wet.gz", [
+        page(0, f"{boiler}\nunique line zero\nrepeated in doc\nrepeated in doc"),
+        page(1, f"{boiler}\nunique line one"),
+        raw_record({"WARC-Type": "conversion", "WARC-Target-URI": "https://x", "WARC-Date": "d", "Content-Length": "4"}, b"\xff\xfe\xfd\xfc"),
+    ])
+    second = write_wet_file(tmp_path / "b.warc.wet.gz", [page(2, f"{boiler}\nunique line two"), page(3, "short")])
+    return [(0, str(first)), (1, str(second))]
+
+
+def test_deduplicate(segments):
+    with pipeline() as p:
+        out = p | beam.Create(segments) | Deduplicate(DedupConfig(mode="ccnet", hash_buckets=3, min_len=10))
+        assert_that(
+            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
+            equal_to([((0, 0), "unique line zero"), ((0, 1), "unique line one"), ((1, 0), "unique line two")]),
+            label="kept",
+        )
+        assert_that(out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])), equal_to([((1, 1), "too_short")]), label="dropped")
+        assert_that(out[BAD] | beam.Map(lambda r: r.kind), equal_to(["invalid_utf8"]), label="bad")
+
+
+def test_deduplicate_keep_first(segments):
+    with pipeline() as p:
+        out = p | beam.Create(segments) | Deduplicate(DedupConfig(mode="keep-first", hash_buckets=2, min_len=0))
+        assert_that(
+            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
+            equal_to([
+                ((0, 0), "Home | News | Contact\nunique line zero\nrepeated in doc"),
+                ((0, 1), "unique line one"),
+                ((1, 0), "unique line two"),
+                ((1, 1), "short"),
+            ]),
+        )
+
+
+def test_language_id(lid_model):
+    docs = [((0, 0), doc(TEXT["fr"])), ((0, 1), doc(TEXT["de"])), ((0, 2), doc("1234 5678 ###"))]
+    with pipeline() as p:
+        out = p | beam.Create(docs) | LanguageId(LidConfig(model_path=lid_model, threshold=0.5, languages=("fr", "en")))
+        assert_that(out[KEPT] | beam.Map(lambda e: (e[0], e[1]["language"])), equal_to([((0, 0), "fr")]), label="kept")
+        assert_that(
+            out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])),
+            equal_to([((0, 1), "not_selected"), ((0, 2), "below_threshold")]),
+            label="dropped",
+        )
+        assert_that(
+            out[DROPPED] | beam.Filter(lambda e: e[0] == (0, 1)) | beam.Map(lambda e: e[1][1]["language"]),
+            equal_to(["de"]),
+            label="dropped keeps the language",
+        )
+
+
+def test_write_shards_in_input_order(tmp_path):
+    out_dir = str(tmp_path / "corpus")
+    docs = [((1, 0), doc("b" * 5, "fr")), ((0, 3), doc("a" * 4, "fr")), ((0, 1), doc("c" * 3, "en")), ((0, 0), doc("d" * 2, "fr"))]
+    with pipeline() as p:
+        summaries = p | beam.Create(docs) | WriteShards(out_dir, segments_per_shard=1)
+        assert_that(summaries, equal_to([
+            {"path": "fr/all/part-00000.parquet", "documents": 2, "characters": 6},
+            {"path": "fr/all/part-00001.parquet", "documents": 1, "characters": 5},
+            {"path": "en/all/part-00000.parquet", "documents": 1, "characters": 3},
+        ]))
+    table = pq.read_table(f"{out_dir}/fr/all/part-00000.parquet")
+    assert table.column("raw_content").to_pylist() == ["dd", "aaaa"]  # (0,0) before (0,3)
+    assert pq.ParquetFile(f"{out_dir}/fr/all/part-00000.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_write_shards_groups_segments(tmp_path):
+    out_dir = str(tmp_path / "corpus")
+    docs = [((s, 0), doc("x", "en")) for s in range(5)]
+    with pipeline() as p:
+        p | beam.Create(docs) | WriteShards(out_dir, segments_per_shard=2)
+    assert sorted(f.name for f in (tmp_path / "corpus" / "en" / "all").iterdir()) == [
+        "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+
+
+def test_quarantine(tmp_path):
+    bad = [BadRecord("invalid_utf8", "seg/a.wet.gz", 10, "<id>", "why", b"\xff"), BadRecord("empty_record", "seg/a.wet.gz", 5, "", "no text", b"")]
+    with pipeline() as p:
+        p | beam.Create(bad) | Quarantine(str(tmp_path))
+    lines = (tmp_path / "quarantine" / "bad-input" / "seg_a.wet.gz.jsonl").read_text().splitlines()
+    assert [json.loads(line)["kind"] for line in lines] == ["empty_record", "invalid_utf8"]  # by offset
+    assert json.loads(lines[1])["payload_base64"] == "/w=="
+
+
+def test_write_dropped(tmp_path):
+    dropped = [((0, 1), ("too_short", doc("hi"))), ((0, 2), ("not_selected", doc("hallo", "de")))]
+    with pipeline() as p:
+        p | beam.Create(dropped) | WriteDropped(str(tmp_path), segments_per_shard=1)
+    assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00000.parquet").column("language").to_pylist() == ["de"]
+    assert pq.read_table(tmp_path / "quarantine/dropped/too_short/part-00000.parquet").num_rows == 1

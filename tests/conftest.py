@@ -1,0 +1,62 @@
+"""Shared fixtures: WET files written with warcio, literal multilingual text, the real LID model."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Sequence, Union
+
+import pytest
+
+from ccnet_pipeline.wet import WetPage, write_wet
+from lid.model import default_model_path
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# Real sentences (written for these tests), long enough for confident language ID.
+TEXT = {
+    "en": "The village library opens every morning at nine and closes late on Thursdays, "
+    "when volunteers read stories to children and help older residents use the computers.",
+    "fr": "La bibliothèque du village ouvre chaque matin à neuf heures et ferme tard le jeudi, "
+    "quand des bénévoles lisent des histoires aux enfants et aident les anciens.",
+    "de": "Die Dorfbibliothek öffnet jeden Morgen um neun Uhr und schließt donnerstags spät, "
+    "wenn Freiwillige den Kindern Geschichten vorlesen und älteren Bewohnern helfen.",
+    "ru": "Деревенская библиотека открывается каждое утро в девять часов и закрывается поздно "
+    "по четвергам, когда волонтёры читают детям сказки и помогают пожилым жителям.",
+    "es": "La biblioteca del pueblo abre cada mañana a las nueve y cierra tarde los jueves, "
+    "cuando los voluntarios leen cuentos a los niños y ayudan a los mayores.",
+    "is": "Bókasafnið í þorpinu opnar klukkan níu á hverjum morgni og lokar seint á fimmtudögum, "
+    "þegar sjálfboðaliðar lesa sögur fyrir börnin og hjálpa eldri íbúum að nota tölvurnar.",
+    "sw": "Maktaba ya kijiji hufunguliwa kila asubuhi saa tatu na hufungwa kwa kuchelewa siku ya "
+    "Alhamisi, wakati watu wa kujitolea wanawasomea watoto hadithi na kuwasaidia wazee.",
+}
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def paragraphs(language: str, count: int, tag: str) -> str:
+    """``count`` distinct lines of one language; ``tag`` (letters: dedup maps digits to 0)
+    makes them unique to one document."""
+    return "\n".join(f"{TEXT[language]} ({tag}, paragraph {'abcdefghij'[i]})" for i in range(count))
+
+
+def page(number: int, text: str, title: str = "A title") -> WetPage:
+    return WetPage(f"https://example{number % 3}.org/page/{number}", "2019-02-16T04:15:08Z", title, text)
+
+
+def write_wet_file(path: Union[str, Path], pages: Sequence[Union[WetPage, bytes]]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as stream:
+        write_wet(stream, pages, path.name)
+    return path
+
+
+@pytest.fixture(scope="session")
+def lid_model() -> str:
+    return default_model_path()
+
+
+@pytest.fixture(autouse=True)
+def _hf_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path_factory.getbasetemp() / "hf"))

@@ -1,0 +1,30 @@
+import pyarrow as pa
+
+from filters.document import ARROW_SCHEMA, FIELDS, make_document, segment_name
+
+CCNET_FIELDS = (
+    "url", "date_download", "digest", "source_domain", "title", "raw_content", "length", "nlines",
+    "original_length", "original_nlines", "language", "language_score", "perplexity", "bucket", "cc_segment",
+)
+
+
+def test_schema_has_ccnet_field_names():
+    assert FIELDS == CCNET_FIELDS
+
+
+def test_make_document_fills_counts_and_defaults():
+    doc = make_document(
+        url="https://www.example.org:8080/a?b=1", date_download="2019-02-15T19:15:59Z",
+        digest="sha1:ABC", title="Title", raw_content="héllo\nwörld", cc_segment="seg.warc.wet.gz",
+    )
+    assert doc["source_domain"] == "www.example.org:8080"
+    assert (doc["length"], doc["nlines"], doc["original_length"], doc["original_nlines"]) == (11, 2, 11, 2)
+    assert (doc["language"], doc["perplexity"], doc["bucket"]) == (None, None, "all")
+    table = pa.Table.from_pylist([doc], schema=ARROW_SCHEMA)
+    assert table.num_rows == 1 and table.schema == ARROW_SCHEMA
+
+
+def test_segment_name_keeps_commoncrawl_path():
+    path = "/data/cache/crawl-data/CC-MAIN-2019-09/segments/1550/wet/CC-MAIN-x.warc.wet.gz"
+    assert segment_name(path) == "crawl-data/CC-MAIN-2019-09/segments/1550/wet/CC-MAIN-x.warc.wet.gz"
+    assert segment_name("/tmp/local/file.warc.wet.gz") == "file.warc.wet.gz"

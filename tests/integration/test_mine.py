@@ -1,0 +1,170 @@
+"""End to end: `python -m ccnet_pipeline mine` on WET files the tests write."""
+import hashlib
+import json
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from ccnet_pipeline.cli import main
+from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.wet import raw_record
+from tests.conftest import TEXT, page, paragraphs, write_wet_file
+
+BOILERPLATE = ["Home | News | Sport | Contact", "Cookies help us deliver our services. Accept"]
+
+
+@pytest.fixture(scope="module")
+def handmade(tmp_path_factory):
+    """Three segments with known content: languages, shared boilerplate, a duplicate page,
+    junk, bad records."""
+    root = tmp_path_factory.mktemp("wet")
+    bad_text = b"Title\nCaf\xe9"
+    write_wet_file(root / "seg-0.warc.wet.gz", [
+        page(0, "\n".join(BOILERPLATE + [paragraphs("en", 3, "enfirst")])),
+        page(1, "\n".join(BOILERPLATE + [paragraphs("fr", 3, "frfirst")])),
+        page(2, "404 Not Found"),
+        raw_record({"WARC-Type": "conversion", "WARC-Target-URI": "https://bad/1", "WARC-Date": "2019-02-16T04:15:08Z",
+                    "Content-Length": str(len(bad_text))}, bad_text),
+    ])
+    write_wet_file(root / "seg-1.warc.wet.gz", [
+        page(3, "\n".join(BOILERPLATE + [paragraphs("de", 3, "defirst")])),
+        page(4, "\n".join([paragraphs("en", 3, "ensecond")] + BOILERPLATE)),
+        page(5, paragraphs("ru", 3, "rufirst")),  # outside the selection below
+        raw_record({"WARC-Type": "conversion", "WARC-Target-URI": "https://bad/2", "WARC-Date": "2019-02-16T04:15:08Z",
+                    "Content-Length": "0"}, b""),
+    ])
+    write_wet_file(root / "seg-2.warc.wet.gz", [
+        page(6, paragraphs("is", 3, "isfirst")),
+        page(7, "\n".join(BOILERPLATE + [paragraphs("en", 3, "enfirst")])),  # copy of page 0
+        page(8, paragraphs("es", 3, "esfirst")),
+    ])
+    return root
+
+
+def mine(inputs: Path, output: Path, *extra: str) -> dict:
+    code = main(["mine", "--input", str(inputs / "*.warc.wet.gz"), "--output", str(output), *extra])
+    assert code == 0
+    return json.loads((output / "stats.json").read_text())
+
+
+def rows(path: Path):
+    return pq.read_table(path).to_pylist()
+
+
+def test_end_to_end_on_known_input(handmade, tmp_path):
+    out = tmp_path / "corpus"
+    stats = mine(handmade, out, "--langs", "en,fr,de,es,is", "--min-len", "200")
+    assert stats["documents_read"] == 9
+    assert stats["bad_records"] == {"invalid_utf8": 1, "empty_record": 1}
+    # Page 7 copies page 0: in ccnet mode both lose every line, like the shared boilerplate.
+    assert stats["dropped"] == {"too_short": 3, "not_selected": 1}
+    assert stats["lines_removed_by_dedup"] == 5 * 2 + 2 * 3  # boilerplate on 5 pages, the copied page twice
+    english = rows(out / "en/all/part-00001.parquet")
+    assert [d["url"] for d in english] == ["https://example1.org/page/4"]
+    assert english[0]["raw_content"] == paragraphs("en", 3, "ensecond")
+    assert english[0]["original_nlines"] == 5 and english[0]["nlines"] == 3
+    assert english[0]["language"] == "en" and english[0]["language_score"] > 0.5
+    assert english[0]["bucket"] == "all" and english[0]["perplexity"] is None
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == [
+        "de/all/part-00001.parquet", "en/all/part-00001.parquet", "es/all/part-00002.parquet",
+        "fr/all/part-00000.parquet", "is/all/part-00002.parquet",
+    ]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["documents"] == 5
+    assert manifest["languages"]["en"]["all"] == {"documents": 1, "characters": len(english[0]["raw_content"]), "files": 1}
+    assert manifest["config"]["lid"]["languages"] == ["en", "fr", "de", "es", "is"]
+    assert manifest["config"]["dedup"] == {"mode": "ccnet", "hash_buckets": 16, "min_len": 200}
+    assert stats["output"]["is"]["all"]["documents"] == 1
+    quarantined = [json.loads(line) for f in sorted((out / "quarantine/bad-input").iterdir()) for line in f.read_text().splitlines()]
+    assert sorted(q["kind"] for q in quarantined) == ["empty_record", "invalid_utf8"]
+
+
+def test_keep_first_keeps_one_copy(handmade, tmp_path):
+    out = tmp_path / "corpus"
+    stats = mine(handmade, out, "--langs", "en,fr,de,es,is", "--min-len", "200", "--dedup", "keep-first", "--keep-dropped")
+    english = [d["url"] for f in sorted((out / "en/all").iterdir()) for d in rows(f)]
+    assert english == ["https://example0.org/page/0", "https://example1.org/page/4"]
+    assert rows(out / "en/all/part-00000.parquet")[0]["nlines"] == 5  # first copy keeps its boilerplate
+    assert stats["dropped"]["not_selected"] == 1
+    dropped = rows(out / "quarantine/dropped/not_selected/part-00001.parquet")
+    assert [d["language"] for d in dropped] == ["ru"]
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sample")
+    generate_sample(str(root), SampleConfig(segments=2, docs_per_segment=200, sites=60, seed=3))
+    return root
+
+
+def _digests(root: Path):
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()}
+
+
+def test_generated_sample_runs_and_loads_in_datasets_and_duckdb(sample, tmp_path):
+    out = tmp_path / "corpus"
+    stats = mine(sample, out, "--langs", "en,de,fr,es,ru,zh,ar,hi,ja,vi,ur,is")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert stats["documents_read"] == 400
+    assert stats["bad_records"] == {"corrupt_gzip": 1, "empty_record": 1, "invalid_utf8": 1}
+    assert stats["lines_removed_by_dedup"] > 0 and stats["dropped"]["too_short"] > 0
+    assert stats["dropped"]["not_selected"] > 0  # it, pl, tr, nl pages
+    assert len(manifest["languages"]) >= 10
+    total = duckdb.sql(f"select count(*), sum(length) from '{out}/*/*/*.parquet'").fetchall()[0]
+    assert total == (manifest["documents"], manifest["characters"])
+
+    from datasets import load_dataset
+
+    dataset = load_dataset("parquet", data_files=str(out / "en/all/*.parquet"), split="train", cache_dir=str(tmp_path / "hf"))
+    assert len(dataset) == manifest["languages"]["en"]["all"]["documents"]
+    assert set(dataset.column_names) >= {"url", "raw_content", "language", "perplexity", "bucket", "cc_segment"}
+
+
+def test_reruns_are_byte_identical_across_runners(sample, tmp_path):
+    mine(sample, tmp_path / "a", "--langs", "100")
+    mine(sample, tmp_path / "b", "--langs", "100", "--direct_num_workers=2", "--direct_running_mode=multi_processing")
+    a, b = _digests(tmp_path / "a"), _digests(tmp_path / "b")
+    del a["manifest.json"], b["manifest.json"]  # holds the pipeline options, which differ
+    assert a == b and len(a) > 10
+
+
+def test_sample_generator_is_deterministic(tmp_path):
+    config = SampleConfig(segments=1, docs_per_segment=50, sites=5, seed=11)
+    generate_sample(str(tmp_path / "a"), config)
+    generate_sample(str(tmp_path / "b"), config)
+    assert _digests(tmp_path / "a") == _digests(tmp_path / "b")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--lid-model", "/nonexistent/lid.bin"], "LID model file not found"),
+        (["--langs", "en,xx"], "unknown language code(s) xx"),
+        (["--input", "/nonexistent/*.warc.wet.gz"], "the input glob matches no file"),
+        (["--output", "/etc/hostname/corpus"], "cannot write to output folder"),
+    ],
+)
+def test_clear_errors(handmade, tmp_path, capsys, args, message):
+    argv = ["mine", "--input", str(handmade / "*.warc.wet.gz"), "--output", str(tmp_path / "out")]
+    for flag, value in zip(args[::2], args[1::2]):
+        argv[argv.index(flag) + 1] = value if flag in argv else argv.extend([flag, value]) or value
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_corrupt_lid_model_is_a_clear_error(handmade, tmp_path, capsys):
+    model = tmp_path / "lid.bin"
+    model.write_bytes(b"garbage")
+    assert main(["mine", "--input", str(handmade / "*.gz"), "--output", str(tmp_path / "o"), "--lid-model", str(model)]) == 2
+    assert "cannot load fastText LID model" in capsys.readouterr().err
+
+
+def test_refuses_to_overwrite_without_flag(handmade, tmp_path, capsys):
+    out = tmp_path / "corpus"
+    mine(handmade, out, "--langs", "en")
+    assert main(["mine", "--input", str(handmade / "*.gz"), "--output", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    mine(handmade, out, "--langs", "en", "--overwrite")

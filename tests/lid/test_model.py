@@ -1,0 +1,37 @@
+import pytest
+
+from lid.model import LanguageIdentifier, LidConfig
+from tests.conftest import TEXT
+
+
+def test_real_lid176_identifies_documents(lid_model):
+    identifier = LanguageIdentifier(lid_model)
+    languages = list(TEXT)
+    results = identifier.predict([TEXT[lang] + "\n" + TEXT[lang] for lang in languages])
+    assert [code for code, _ in results] == languages
+    scores = dict(zip(languages, (score for _, score in results)))
+    assert all(0.9 < scores[lang] <= 1.0 for lang in ("en", "fr", "de", "ru", "es")), scores
+
+
+def test_empty_text_has_no_language(lid_model):
+    assert LanguageIdentifier(lid_model).predict(["", " \n "]) == [(None, 0.0), (None, 0.0)]
+
+
+def test_any_model_path_is_accepted(lid_model, tmp_path):
+    copy = tmp_path / "my-lid-model.bin"
+    copy.write_bytes(open(lid_model, "rb").read())
+    assert LanguageIdentifier(str(copy)).predict([TEXT["de"]])[0][0] == "de"
+
+
+def test_missing_and_corrupt_models_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="LID model file not found"):
+        LidConfig(model_path=str(tmp_path / "nope.ftz"))
+    corrupt = tmp_path / "corrupt.bin"
+    corrupt.write_bytes(b"not a fasttext model")
+    with pytest.raises(ValueError, match="cannot load fastText LID model"):
+        LanguageIdentifier(str(corrupt)).model
+
+
+def test_threshold_validation(lid_model):
+    with pytest.raises(ValueError, match="threshold"):
+        LidConfig(model_path=lid_model, threshold=1.5)
