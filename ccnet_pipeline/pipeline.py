@@ -120,6 +120,8 @@ def run(config: MineConfig, beam_args: Sequence[str]) -> Dict:
     args = list(beam_args)
     if not any(arg.startswith("--runner") for arg in args):
         args.append(f"--runner={DEFAULT_RUNNER}")
+    if not any(arg.startswith("--default_sdk_harness_log_level") for arg in args):
+        args.append("--default_sdk_harness_log_level=ERROR")  # local workers are chatty at INFO
     options = PipelineOptions(args)
     pipeline = beam.Pipeline(options=options)
     build(pipeline, config, segments, options.get_all_options(drop_default=True))

@@ -76,10 +76,6 @@ assert len(XLMR_LANGUAGES) == 100
 XLMR_CODES: Tuple[str, ...] = tuple(lang.code for lang in XLMR_LANGUAGES)
 ROMANIZED_CODES = tuple(code for code in XLMR_CODES if code.endswith("_rom"))
 
-# Script codes some models use for a script the table names differently.
-_SCRIPT_ALIASES = {"Hani": "Hans", "Kore": "Hang", "Hira": "Jpan", "Kana": "Jpan"}
-
-
 def _label_tables() -> Tuple[Dict[Tuple[str, str], str], Dict[str, str]]:
     """(ISO 639-3, script) -> XLM-R code, and ISO 639-3 -> XLM-R code (its first row)."""
     by_iso_and_script: Dict[Tuple[str, str], str] = {}
@@ -106,7 +102,6 @@ def map_label(label: str) -> str:
     iso, sep, script = label.partition("_")
     if not sep:
         return label
-    script = _SCRIPT_ALIASES.get(script, script)
     if (iso, script) in _BY_ISO_AND_SCRIPT:
         return _BY_ISO_AND_SCRIPT[(iso, script)]
     return _BY_ISO.get(iso, label)

@@ -10,7 +10,7 @@ import pytest
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from ccnet_pipeline.wet import raw_record
-from tests.conftest import TEXT, page, paragraphs, write_wet_file
+from tests.conftest import SHARED_DATA, page, paragraphs, write_wet_file
 
 BOILERPLATE = ["Home | News | Sport | Contact", "Cookies help us deliver our services. Accept"]
 
@@ -168,3 +168,18 @@ def test_refuses_to_overwrite_without_flag(handmade, tmp_path, capsys):
     assert main(["mine", "--input", str(handmade / "*.gz"), "--output", str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err
     mine(handmade, out, "--langs", "en", "--overwrite")
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "commoncrawl").is_dir(), reason="../shared/data/commoncrawl absent")
+def test_real_commoncrawl_wet_end_to_end(tmp_path):
+    out = tmp_path / "corpus"
+    assert main(["mine", "--input", str(SHARED_DATA / "commoncrawl" / "*.warc.wet.gz"), "--output", str(out), "--langs", "100"]) == 0
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["documents_read"] == 1 and stats["bad_records"] == {}
+    # An Aragonese Wikipedia page, which lid.176 (like CommonCrawl's own "spa") calls Spanish.
+    assert stats["identified_languages"] == {"es": 1} and stats["dropped"] == {}
+    # Its menu lines repeat inside the one page: dedup removes them there too.
+    assert stats["lines_removed_by_dedup"] > 10
+    (doc,) = rows(out / "es/all/part-00000.parquet")
+    assert doc["url"] == "https://an.wikipedia.org/wiki/Escopete"
+    assert doc["original_nlines"] - doc["nlines"] == stats["lines_removed_by_dedup"]

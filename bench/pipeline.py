@@ -1,0 +1,129 @@
+"""make bench-pipeline: documents/s of the whole mine job vs each stage alone with the raw library.
+
+Generates >= 20,000 documents of 2-5 KB in WET format (the embedded sample generator, larger),
+then times:
+  - the whole job (python -m ccnet_pipeline mine) on Beam's FnApiRunner with 1 and 2 workers;
+  - each stage alone: warcio read, dedup hashing (normalize + SHA-1), fastText predict,
+    Parquet (zstd) write, on the same documents;
+and prints documents/s and MB/s per core and the ratio of the whole (1 worker) to the sum of parts.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import io
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import fasttext
+import pyarrow as pa
+import pyarrow.parquet as pq
+from warcio.archiveiterator import ArchiveIterator
+
+from ccnet_pipeline.cli import main as cli_main
+from ccnet_pipeline.sample import SampleConfig, generate_sample
+from filters.dedup import line_hashes
+from filters.document import ARROW_SCHEMA, make_document
+from lid.model import default_model_path
+
+
+def timed(function):
+    start = time.perf_counter()
+    result = function()
+    return time.perf_counter() - start, result
+
+
+def read_with_warcio(paths):
+    docs = []
+    for path in paths:
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type == "conversion":
+                    content = record.content_stream().read()
+                    try:
+                        text = content.decode("utf-8")
+                    except UnicodeDecodeError:
+                        continue
+                    docs.append((record.rec_headers.get_header("WARC-Target-URI"), text))
+    return docs
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=20000)
+    parser.add_argument("--segments", type=int, default=8)
+    parser.add_argument("--workdir", default="out/bench")
+    args = parser.parse_args(argv)
+
+    sample_dir = os.path.join(args.workdir, "wet")
+    per_segment = args.documents // args.segments
+    config = SampleConfig(segments=args.segments, docs_per_segment=per_segment, paragraphs=(9, 18), junk_rate=0.0, mixed_rate=0.0, seed=7, bad_records=False)
+    marker = os.path.join(sample_dir, f".{args.segments}x{per_segment}")
+    if not os.path.exists(marker):
+        shutil.rmtree(sample_dir, ignore_errors=True)
+        generate_sample(sample_dir, config)
+        open(marker, "w").close()
+    paths = sorted(glob.glob(os.path.join(sample_dir, "*.warc.wet.gz")))
+
+    # Stages alone, with the raw libraries.
+    t_read, pages = timed(lambda: read_with_warcio(paths))
+    n_docs = len(pages)
+    mbytes = sum(len(text.encode("utf-8")) for _, text in pages) / 1e6
+    sizes = sorted(len(text.encode("utf-8")) for _, text in pages)
+    t_hash, _ = timed(lambda: [line_hashes(text.split("\n")) for _, text in pages])
+    model = fasttext.load_model(default_model_path())
+    t_lid, _ = timed(lambda: [model.predict(text.replace("\n", " "), k=1) for _, text in pages])
+    docs = [
+        make_document(url=url, date_download="2019-02-16T04:15:08Z", digest="sha1:X", title="t", raw_content=text, cc_segment="s")
+        for url, text in pages
+    ]
+
+    def write_parquet():
+        with tempfile.TemporaryDirectory() as folder:
+            pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), os.path.join(folder, "x.parquet"), compression="zstd")
+
+    t_write, _ = timed(write_parquet)
+    parts = t_read + t_hash + t_lid + t_write
+
+    # The whole job.
+    whole = {}
+    for workers in (1, 2):
+        output = os.path.join(args.workdir, f"corpus-{workers}")
+        beam_args = [f"--direct_num_workers={workers}"]
+        if workers > 1:
+            beam_args.append("--direct_running_mode=multi_processing")
+        argv = ["mine", "--input", os.path.join(sample_dir, "*.warc.wet.gz"), "--output", output, "--langs", "100", "--overwrite", *beam_args]
+        sink = io.StringIO()
+        stdout, sys.stdout = sys.stdout, sink
+        try:
+            whole[workers], code = timed(lambda: cli_main(argv))
+        finally:
+            sys.stdout = stdout
+        if code != 0:
+            raise SystemExit(f"mine failed with {workers} workers")
+
+    print(f"input: {len(paths)} WET files, {n_docs} documents, {mbytes:.1f} MB of text, "
+          f"median {sizes[len(sizes) // 2] / 1e3:.1f} KB (p10 {sizes[len(sizes) // 10] / 1e3:.1f}, p90 {sizes[9 * len(sizes) // 10] / 1e3:.1f})")
+    print(f"{'stage':38s} {'seconds':>8s} {'docs/s':>9s} {'MB/s':>7s}")
+    rows = [
+        ("warcio read (alone)", t_read),
+        ("dedup hashing: normalize + SHA-1 (alone)", t_hash),
+        ("fastText predict (alone)", t_lid),
+        ("Parquet zstd write (alone)", t_write),
+        ("sum of parts", parts),
+        ("whole job, 1 worker (per core)", whole[1]),
+        ("whole job, 2 workers (total)", whole[2]),
+    ]
+    for name, seconds in rows:
+        print(f"{name:38s} {seconds:8.2f} {n_docs / seconds:9.0f} {mbytes / seconds:7.1f}")
+    print(f"whole job per core with 2 workers: {n_docs / whole[2] / 2:.0f} docs/s/core")
+    print(f"whole (1 worker) / sum of parts: {whole[1] / parts:.2f}  (target <= 1.3)")
+    print(f"speed-up from 2 workers: {whole[1] / whole[2]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
