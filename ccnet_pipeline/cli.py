@@ -16,6 +16,13 @@ from lid.languages import parse_languages
 from lid.model import LanguageIdentifier, LidConfig, default_model_path
 
 
+class _DropBeamImportNoise(logging.Filter):
+    """Beam warns on import that optional GCP client libraries are missing; they are optional."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("apitools not found")
+
+
 class UsageError(Exception):
     """A problem with what the user asked for: printed as one line, no traceback."""
 
@@ -114,6 +121,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     _sample_parser(sub)
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().addFilter(_DropBeamImportNoise())
     try:
         if args.command == "mine":
             return _mine(args, rest)
