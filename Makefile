@@ -32,10 +32,10 @@ sample: $(SAMPLE)/.done
 
 ifeq ($(strip $(INPUT)),)
 corpus: $(SAMPLE)/.done
-	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs $(LANGS) $(BEAM_ARGS)
+	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs $(LANGS) --overwrite $(BEAM_ARGS)
 else
 corpus: $(VENV)/.installed
-	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) $(BEAM_ARGS)
+	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) --overwrite $(BEAM_ARGS)
 endif
 
 test: $(VENV)/.installed

@@ -57,9 +57,7 @@ def write_atomically(path: str, write) -> None:
     temporary = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"
     with FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
         write(stream)
-    if FileSystems.exists(path):
-        FileSystems.delete([path])
-    FileSystems.rename([temporary], [path])
+    FileSystems.rename([temporary], [path])  # replaces an older file of the same name
 
 
 # --- Deduplicate -------------------------------------------------------------------------

@@ -83,6 +83,8 @@ def segment_line_hashes(
     """
     hash_chunks, position_chunks = [], []
     for record, content in records:
+        if not content:
+            continue  # a page with a title only has no lines (nlines 0)
         lines = content.split("\n")
         if len(lines) >= MAX_LINES:
             raise ValueError(f"record {record} has {len(lines)} lines, more than {MAX_LINES - 1}")

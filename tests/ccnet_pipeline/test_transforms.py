@@ -129,3 +129,13 @@ def test_write_dropped(tmp_path):
         p | beam.Create(dropped) | WriteDropped(str(tmp_path), segments_per_shard=1)
     assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00000.parquet").column("language").to_pylist() == ["de"]
     assert pq.read_table(tmp_path / "quarantine/dropped/too_short/part-00000.parquet").num_rows == 1
+
+
+def test_write_atomically_replaces_and_leaves_no_temporary(tmp_path):
+    from ccnet_pipeline.transforms import write_atomically
+
+    target = str(tmp_path / "sub" / "file.json")
+    write_atomically(target, lambda stream: stream.write(b"old"))
+    write_atomically(target, lambda stream: stream.write(b"new"))
+    assert (tmp_path / "sub" / "file.json").read_bytes() == b"new"
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["file.json"]
