@@ -258,14 +258,17 @@ class WriteShards(beam.PTransform):
 # --- Quarantine --------------------------------------------------------------------------
 
 
-def write_bad_records(segment_records: Tuple[str, Iterable[BadRecord]], output: str) -> None:
+def write_bad_records(segment_records: Tuple[str, Iterable[BadRecord]], output: str) -> Dict:
+    """Write one segment's bad records as JSON lines, by offset; returns a file summary."""
     relative, records = segment_records
     lines = [json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in sorted(records, key=lambda r: r.offset)]
     write_atomically(f"{output}/{relative}", lambda stream: stream.write("".join(lines).encode("utf-8")))
+    return {"path": relative, "records": len(lines)}
 
 
 class Quarantine(beam.PTransform):
-    """Bad input -> OUT/quarantine/bad-input/<segment>.jsonl (kind, offset, reason, bytes)."""
+    """Bad input -> OUT/quarantine/bad-input/<segment>.jsonl (kind, offset, reason, bytes).
+    Returns a summary per file written."""
 
     def __init__(self, output: str):
         super().__init__()

@@ -117,7 +117,8 @@ def test_write_shards_groups_segments(tmp_path):
 def test_quarantine(tmp_path):
     bad = [BadRecord("invalid_utf8", "seg/a.wet.gz", 10, "<id>", "why", b"\xff"), BadRecord("empty_record", "seg/a.wet.gz", 5, "", "no text", b"")]
     with pipeline() as p:
-        p | beam.Create(bad) | Quarantine(str(tmp_path))
+        written = p | beam.Create(bad) | Quarantine(str(tmp_path))
+        assert_that(written, equal_to([{"path": "quarantine/bad-input/seg_a.wet.gz.jsonl", "records": 2}]))
     lines = (tmp_path / "quarantine" / "bad-input" / "seg_a.wet.gz.jsonl").read_text().splitlines()
     assert [json.loads(line)["kind"] for line in lines] == ["empty_record", "invalid_utf8"]  # by offset
     assert json.loads(lines[1])["payload_base64"] == "/w=="
@@ -126,7 +127,11 @@ def test_quarantine(tmp_path):
 def test_write_dropped(tmp_path):
     dropped = [((0, 1), ("too_short", doc("hi"))), ((0, 2), ("not_selected", doc("hallo", "de")))]
     with pipeline() as p:
-        p | beam.Create(dropped) | WriteDropped(str(tmp_path), segments_per_shard=1)
+        written = p | beam.Create(dropped) | WriteDropped(str(tmp_path), segments_per_shard=1)
+        assert_that(written | beam.Map(lambda s: (s["path"], s["documents"])), equal_to([
+            ("quarantine/dropped/too_short/part-00000.parquet", 1),
+            ("quarantine/dropped/not_selected/part-00000.parquet", 1),
+        ]))
     assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00000.parquet").column("language").to_pylist() == ["de"]
     assert pq.read_table(tmp_path / "quarantine/dropped/too_short/part-00000.parquet").num_rows == 1
 
