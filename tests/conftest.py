@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
-from typing import List, Sequence, Union
+from typing import Dict, List, Sequence, Union
 
+import numpy as np
 import pytest
 
 from ccnet_pipeline.wet import WetPage, write_wet
@@ -60,3 +62,28 @@ def lid_model() -> str:
 @pytest.fixture(autouse=True)
 def _hf_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path_factory.getbasetemp() / "hf"))
+
+
+def write_fasttext_model(path: Union[str, Path], vocabulary: Dict[str, List[str]]) -> Path:
+    """A real fastText supervised model file (format version 12), written directly.
+
+    Each label's words point along one axis of the embedding and the output layer is the identity,
+    so a text made of one label's words gets that label with probability ~1. (Training a model here
+    is not an option: fasttext-numpy2-wheel 0.9.2 stops with "Encountered NaN" in most runs.)
+    """
+    labels = list(vocabulary)
+    words = [word for label in labels for word in vocabulary[label]]
+    dim = len(labels)
+    embedding = np.zeros((len(words), dim), dtype="<f4")
+    embedding[np.arange(len(words)), [i for i, label in enumerate(labels) for _ in vocabulary[label]]] = 10.0
+    entries = [(word, 0) for word in words] + [(label, 1) for label in labels]
+    with open(path, "wb") as out:
+        out.write(struct.pack("<ii", 793712314, 12))  # magic, version
+        # dim ws epoch minCount neg wordNgrams loss=softmax model=supervised bucket minn maxn lrUpdateRate t
+        out.write(struct.pack("<12id", dim, 5, 5, 1, 5, 1, 3, 3, 0, 0, 0, 100, 1e-4))
+        out.write(struct.pack("<iiiqq", len(entries), len(words), len(labels), len(entries), -1))
+        for text, kind in entries:
+            out.write(text.encode("utf-8") + b"\0" + struct.pack("<qb", 1, kind))
+        for matrix in (embedding, np.eye(dim, dtype="<f4")):
+            out.write(struct.pack("<?qq", False, *matrix.shape) + matrix.tobytes())
+    return Path(path)

@@ -10,7 +10,7 @@ import pytest
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from ccnet_pipeline.wet import raw_record
-from tests.conftest import SHARED_DATA, page, paragraphs, write_wet_file
+from tests.conftest import SHARED_DATA, page, paragraphs, write_fasttext_model, write_wet_file
 
 BOILERPLATE = ["Home | News | Sport | Contact", "Cookies help us deliver our services. Accept"]
 
@@ -90,6 +90,22 @@ def test_keep_first_keeps_one_copy(handmade, tmp_path):
     assert stats["dropped"]["not_selected"] == 1
     dropped = rows(out / "quarantine/dropped/not_selected/part-00001.parquet")
     assert [d["language"] for d in dropped] == ["ru"]
+
+
+def test_lid_model_with_script_labels(tmp_path):
+    model = write_fasttext_model(tmp_path / "glot.bin", {
+        "__label__hin_Latn": "main ghar ja raha hoon aaj".split(),
+        "__label__hin_Deva": "मैं आज घर जा रहा हूँ".split(),
+    })
+    write_wet_file(tmp_path / "wet" / "a.warc.wet.gz", [
+        page(0, "\n".join(f"aaj ghar {'main ' * i}ja raha hoon" for i in range(1, 4))),
+        page(1, "\n".join(f"मैं आज {'घर ' * i}जा रहा हूँ" for i in range(1, 4))),
+    ])
+    out = tmp_path / "corpus"
+    stats = mine(tmp_path / "wet", out, "--lid-model", str(model), "--langs", "hi_rom,hi", "--min-len", "10")
+    assert stats["identified_languages"] == {"hi": 1, "hi_rom": 1}
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == [
+        "hi/all/part-00000.parquet", "hi_rom/all/part-00000.parquet"]
 
 
 @pytest.fixture(scope="module")

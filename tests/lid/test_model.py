@@ -1,7 +1,7 @@
 import pytest
 
 from lid.model import LanguageIdentifier, LidConfig
-from tests.conftest import TEXT
+from tests.conftest import TEXT, write_fasttext_model
 
 
 def test_real_lid176_identifies_documents(lid_model):
@@ -21,6 +21,19 @@ def test_any_model_path_is_accepted(lid_model, tmp_path):
     copy = tmp_path / "my-lid-model.bin"
     copy.write_bytes(open(lid_model, "rb").read())
     assert LanguageIdentifier(str(copy)).predict([TEXT["de"]])[0][0] == "de"
+
+
+def test_script_labelled_model_maps_to_xlmr_codes(tmp_path):
+    """A GlotLID/OpenLID-style model (labels xxx_Scrp) gives XLM-R codes."""
+    model = write_fasttext_model(tmp_path / "glot-style.bin", {
+        "__label__eng_Latn": "the house is big".split(),
+        "__label__hin_Latn": "main ghar ja raha hoon".split(),
+        "__label__zho_Hant": "我們 今天 回家".split(),
+        "__label__yor_Latn": "ile nla ni".split(),
+    })
+    results = LanguageIdentifier(str(model)).predict(["the big house", "main ghar ja raha", "我們 回家", "ile nla"])
+    assert [code for code, _ in results] == ["en", "hi_rom", "zh_Hant", "yor_Latn"]
+    assert all(score > 0.99 for _, score in results)
 
 
 def test_missing_and_corrupt_models_are_clear_errors(tmp_path):
