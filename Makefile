@@ -8,11 +8,21 @@ LANGS    ?= en,de,fr,es,ru,zh,ar,hi,ja,vi,ur,is
 INPUT    ?=
 OUT      ?= out/corpus
 SAMPLE   ?= out/sample
+# Reference language models (<lang>.sp.model + <lang>.arpa.bin). For the generated sample they are
+# trained from its reference text; for your own INPUT, set LM_DIR to score perplexity and bucket.
+LM_DIR   ?=
+TEXT_DIR ?= $(SAMPLE)/reference
 # Extra flags for the mine job (Beam options included), e.g. BEAM_ARGS="--direct_num_workers=2 --direct_running_mode=multi_processing"
 BEAM_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install corpus sample test bench-pipeline clean
+# KenLM's model builders (lmplz, build_binary) are packaged nowhere: built from the kenlm sdist.
+KENLM_VERSION := 0.3.0
+KENLM_DIR := .kenlm
+KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
+	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
+
+.PHONY: install kenlm lm corpus sample test bench-pipeline clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +33,21 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+$(KENLM_DIR)/bin/lmplz: | $(VENV)/.installed
+	@missing=$$(for p in $(KENLM_DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	rm -rf $(KENLM_DIR)/src && mkdir -p $(KENLM_DIR)/src $(KENLM_DIR)/bin
+	$(VENV)/bin/pip download --quiet --no-deps --no-binary kenlm 'kenlm==$(KENLM_VERSION)' -d $(KENLM_DIR)/src
+	tar -xzf $(KENLM_DIR)/src/kenlm-$(KENLM_VERSION).tar.gz -C $(KENLM_DIR)/src
+	cmake -S $(KENLM_DIR)/src/kenlm-$(KENLM_VERSION) -B $(KENLM_DIR)/build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-w >/dev/null
+	cmake --build $(KENLM_DIR)/build --target lmplz build_binary -j2 >/dev/null
+	cp $(KENLM_DIR)/build/bin/lmplz $(KENLM_DIR)/build/bin/build_binary $(KENLM_DIR)/bin/
+
+kenlm: $(KENLM_DIR)/bin/lmplz
+
 # A WET sample generated offline in real CommonCrawl format (see ccnet_pipeline/sample.py).
 $(SAMPLE)/.done: | $(VENV)/.installed
 	$(PY) -m ccnet_pipeline sample --output $(SAMPLE)
@@ -30,19 +55,30 @@ $(SAMPLE)/.done: | $(VENV)/.installed
 
 sample: $(SAMPLE)/.done
 
+# make lm LANGS=en,fr TEXT_DIR=dir LM_DIR=dir: one model pair per language from TEXT_DIR/<lang>.txt.
+lm: $(KENLM_DIR)/bin/lmplz
+	@test -n "$(LM_DIR)" || { echo "set LM_DIR=folder for the models"; exit 2; }
+	@for lang in $$(echo "$(LANGS)" | tr ',' ' '); do \
+		if [ -f "$(TEXT_DIR)/$$lang.txt" ]; then \
+			$(PY) -m filters.train_lm --lang $$lang --text "$(TEXT_DIR)/$$lang.txt" --out "$(LM_DIR)" || exit 1; \
+		else echo "$$lang: no $(TEXT_DIR)/$$lang.txt, no model"; fi; \
+	done
+
 ifeq ($(strip $(INPUT)),)
-corpus: $(SAMPLE)/.done
-	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs $(LANGS) --overwrite $(BEAM_ARGS)
+SAMPLE_LM := $(if $(LM_DIR),$(LM_DIR),out/lm)
+corpus: $(SAMPLE)/.done $(KENLM_DIR)/bin/lmplz
+	$(MAKE) --no-print-directory lm LANGS=$(LANGS) TEXT_DIR=$(SAMPLE)/reference LM_DIR=$(SAMPLE_LM)
+	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs $(LANGS) --lm-dir $(SAMPLE_LM) --overwrite $(BEAM_ARGS)
 else
 corpus: $(VENV)/.installed
-	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) --overwrite $(BEAM_ARGS)
+	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
 endif
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench-pipeline: $(VENV)/.installed
 	$(PY) bench/pipeline.py
 
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out .pytest_cache $(KENLM_DIR)

@@ -12,6 +12,8 @@ import sys
 from typing import List, Optional
 
 from filters.dedup import DEDUP_MODES, DedupConfig
+from filters.perplexity import BucketConfig, LanguageModel, available_languages
+from filters.quality import QualityConfig
 from lid.languages import parse_languages
 from lid.model import LanguageIdentifier, LidConfig, default_model_path
 
@@ -37,6 +39,18 @@ def _mine_parser(sub) -> None:
     mine.add_argument("--min-len", type=int, default=300, help="minimum document length after dedup, in characters")
     mine.add_argument("--dedup", choices=DEDUP_MODES, default="ccnet", help="ccnet: drop every copy of a repeated line; keep-first: keep the first")
     mine.add_argument("--hash-buckets", type=int, default=16, help="shuffle partitions of the line-hash space")
+    mine.add_argument("--lm-dir", default=None, help="<lang>.sp.model + <lang>.arpa.bin per language (CCNet layout): score perplexity, bucket head/middle/tail")
+    mine.add_argument("--cutoffs", default=None, help="CCNet cutoff.csv; default: percentiles computed from the data")
+    mine.add_argument("--head-percentile", type=int, default=30, help="perplexity percentile below which a document is head")
+    mine.add_argument("--tail-percentile", type=int, default=60, help="perplexity percentile above which a document is tail")
+    for name, help_text in (
+        ("--max-duplicate-line-frac", "drop documents that lost more than this share of lines to dedup"),
+        ("--min-mean-line-length", "drop documents whose lines average fewer characters"),
+        ("--min-terminal-punct-frac", "drop documents with a smaller share of lines ending a sentence"),
+        ("--max-non-alpha-frac", "drop documents with a larger share of non-letter characters"),
+        ("--max-short-line-frac", "drop documents with a larger share of lines under 30 characters"),
+    ):
+        mine.add_argument(name, type=float, default=None, help=help_text + " (off by default)")
     mine.add_argument("--segments-per-shard", type=int, default=1, help="input segments per output Parquet file")
     mine.add_argument("--keep-dropped", action="store_true", help="write dropped documents to quarantine/dropped/")
     mine.add_argument("--overwrite", action="store_true", help="replace a previous corpus in --output")
@@ -48,6 +62,7 @@ def _sample_parser(sub) -> None:
     sample.add_argument("--segments", type=int, default=4)
     sample.add_argument("--docs-per-segment", type=int, default=1500)
     sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--reference-lines", type=int, default=3000, help="clean lines per language in OUTPUT/reference/")
 
 
 def _prepare_output(output: str, overwrite: bool) -> None:
@@ -71,9 +86,25 @@ def _prepare_output(output: str, overwrite: bool) -> None:
         raise UsageError(f"cannot write to output folder {output}: {error.strerror or error}") from None
 
 
+def _check_language_models(lm_dir: str) -> None:
+    """Every model pair in ``lm_dir`` loads: a missing half or a corrupt file fails here,
+    not on a worker. (KenLM binaries are memory-mapped, so this is quick.)"""
+    languages = available_languages(lm_dir)
+    names = os.listdir(lm_dir)
+    halves = sorted(
+        {n.split(".")[0] for n in names if n.endswith((".sp.model", ".arpa.bin"))} - set(languages)
+    )
+    if halves:
+        raise ValueError(f"{lm_dir}: {', '.join(halves)} lack(s) a .sp.model or .arpa.bin file")
+    if not languages:
+        raise ValueError(f"{lm_dir} holds no <lang>.sp.model + <lang>.arpa.bin pair")
+    for language in languages:
+        LanguageModel(lm_dir, language).load()
+
+
 def _mine(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.config import MineConfig
-    from ccnet_pipeline.pipeline import list_segments, run
+    from ccnet_pipeline.pipeline import list_segments, load_cutoffs, run
 
     try:
         languages = parse_languages(args.langs)
@@ -88,9 +119,23 @@ def _mine(args, beam_args: List[str]) -> int:
             output=args.output.rstrip("/"),
             lid=lid,
             dedup=DedupConfig(mode=args.dedup, hash_buckets=args.hash_buckets, min_len=args.min_len),
+            quality=QualityConfig(
+                max_duplicate_line_frac=args.max_duplicate_line_frac,
+                min_mean_line_length=args.min_mean_line_length,
+                min_terminal_punct_frac=args.min_terminal_punct_frac,
+                max_non_alpha_frac=args.max_non_alpha_frac,
+                max_short_line_frac=args.max_short_line_frac,
+            ),
+            lm_dir=args.lm_dir,
+            buckets=BucketConfig(head_percentile=args.head_percentile, tail_percentile=args.tail_percentile),
+            cutoffs_file=args.cutoffs,
             segments_per_shard=args.segments_per_shard,
             keep_dropped=args.keep_dropped,
         )
+        if config.lm_dir:
+            _check_language_models(config.lm_dir)
+        if config.cutoffs_file:
+            load_cutoffs(config)  # a malformed file fails here
         list_segments(config.input)
         _prepare_output(config.output, args.overwrite)
     except (ValueError, FileNotFoundError) as error:
@@ -105,12 +150,14 @@ def _mine(args, beam_args: List[str]) -> int:
 
 
 def _sample(args) -> int:
-    from ccnet_pipeline.sample import SampleConfig, generate_sample
+    from ccnet_pipeline.sample import SampleConfig, generate_reference_text, generate_sample
 
     paths = generate_sample(
         args.output, SampleConfig(segments=args.segments, docs_per_segment=args.docs_per_segment, seed=args.seed)
     )
-    print(f"wrote {len(paths)} WET segments to {args.output}")
+    reference = os.path.join(args.output, "reference")
+    texts = generate_reference_text(reference, lines=args.reference_lines, seed=args.seed)
+    print(f"wrote {len(paths)} WET segments to {args.output} and reference text for {len(texts)} languages to {reference}")
     return 0
 
 

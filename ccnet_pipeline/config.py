@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from filters.dedup import DedupConfig
+from filters.perplexity import BucketConfig
+from filters.quality import QualityConfig
 from lid.model import LidConfig
 
 
@@ -15,12 +17,18 @@ class MineConfig:
     output: str  # corpus folder: <lang>/<bucket>/part-XXXXX.parquet, manifest.json, stats.json
     lid: LidConfig  # language ID model, threshold and selection
     dedup: DedupConfig  # line dedup mode, shuffle partitions and minimum document length
+    quality: QualityConfig = QualityConfig()  # heuristic filters (all off by default)
+    lm_dir: Optional[str] = None  # <lang>.sp.model + <lang>.arpa.bin; None: no perplexity, bucket "all"
+    buckets: BucketConfig = BucketConfig()  # head/tail percentiles
+    cutoffs_file: Optional[str] = None  # a CCNet cutoff.csv; None: cutoffs computed from the data
     segments_per_shard: int = 1  # input segments whose documents share one Parquet file per language
     keep_dropped: bool = False  # also write dropped documents to quarantine/dropped/<reason>/
 
     def __post_init__(self):
         if not self.input:
             raise ValueError("--input is required: a glob of WET files")
+        if self.cutoffs_file and not self.lm_dir:
+            raise ValueError("--cutoffs needs --lm-dir: cutoffs bucket perplexities")
         if self.segments_per_shard < 1:
             raise ValueError(f"segments_per_shard must be >= 1, got {self.segments_per_shard}")
 

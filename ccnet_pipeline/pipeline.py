@@ -16,13 +16,17 @@ from ccnet_pipeline.transforms import (
     DROPPED,
     KEPT,
     NAMESPACE,
+    Bucket,
     Deduplicate,
     LanguageId,
+    Perplexity,
+    QualitySignals,
     Quarantine,
     WriteDropped,
     WriteShards,
     write_atomically,
 )
+from filters.perplexity import Cutoffs, available_languages, format_cutoffs, read_cutoffs
 
 DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism, which fails offline
 
@@ -40,17 +44,36 @@ def build(pipeline: beam.Pipeline, config: MineConfig, segments: Sequence[str], 
     """Add the mine job to ``pipeline``."""
     paths = pipeline | "Segments" >> beam.Create(list(enumerate(segments)))
     deduped = paths | "Deduplicate" >> Deduplicate(config.dedup)
-    identified = deduped[KEPT] | "LanguageId" >> LanguageId(config.lid)
-    summaries = identified[KEPT] | "WriteShards" >> WriteShards(config.output, config.segments_per_shard)
+    scored = deduped[KEPT] | "QualitySignals" >> QualitySignals(config.quality)
+    identified = scored[KEPT] | "LanguageId" >> LanguageId(config.lid)
+    docs = identified[KEPT]
+    if config.lm_dir:
+        given = load_cutoffs(config) if config.cutoffs_file else None
+        docs, cutoffs = docs | "Perplexity" >> Perplexity(config.lm_dir) | "Bucket" >> Bucket(config.buckets, given)
+        cutoffs | "WriteCutoffs" >> beam.Map(write_cutoffs, config.output)
+    else:
+        cutoffs = pipeline | "NoCutoffs" >> beam.Create([{}])
+    summaries = docs | "WriteShards" >> WriteShards(config.output, config.segments_per_shard)
     (
         summaries
         | "CollectSummaries" >> beam.combiners.ToList()
-        | "WriteManifest" >> beam.Map(write_manifest, config, options)
+        | "WriteManifest" >> beam.Map(write_manifest, config, options, beam.pvalue.AsSingleton(cutoffs))
     )
     deduped[BAD] | "Quarantine" >> Quarantine(config.output)
     if config.keep_dropped:
-        dropped = (deduped[DROPPED], identified[DROPPED]) | "AllDropped" >> beam.Flatten()
+        dropped = (deduped[DROPPED], scored[DROPPED], identified[DROPPED]) | "AllDropped" >> beam.Flatten()
         dropped | "WriteDropped" >> WriteDropped(config.output, config.segments_per_shard)
+
+
+def load_cutoffs(config: MineConfig) -> Cutoffs:
+    """The cutoff.csv's columns for the languages that have a model in ``lm_dir``."""
+    with_model = set(available_languages(config.lm_dir))
+    return {lang: values for lang, values in read_cutoffs(config.cutoffs_file).items() if lang in with_model}
+
+
+def write_cutoffs(cutoffs: Cutoffs, output: str) -> None:
+    text = format_cutoffs(cutoffs)
+    write_atomically(f"{output}/cutoffs.csv", lambda stream: stream.write(text.encode("utf-8")))
 
 
 def write_json(path: str, data) -> None:
@@ -58,9 +81,9 @@ def write_json(path: str, data) -> None:
     write_atomically(path, lambda stream: stream.write(text.encode("utf-8")))
 
 
-def write_manifest(summaries: List[Dict], config: MineConfig, options: Dict) -> None:
+def write_manifest(summaries: List[Dict], config: MineConfig, options: Dict, cutoffs: Cutoffs) -> None:
     """OUT/manifest.json: documents, characters and files per language and bucket, every file,
-    and the exact config that produced them."""
+    the perplexity cutoffs used, and the exact config that produced them."""
     languages: Dict[str, Dict[str, Dict[str, int]]] = {}
     for summary in summaries:
         language, bucket, _ = summary["path"].split("/")
@@ -79,6 +102,13 @@ def write_manifest(summaries: List[Dict], config: MineConfig, options: Dict) -> 
             "characters": sum(s["characters"] for s in summaries),
             "languages": languages,
             "files": sorted(summaries, key=lambda s: s["path"]),
+            "cutoffs": {
+                lang: {
+                    "head": values[config.buckets.head_percentile],
+                    "tail": values[config.buckets.tail_percentile],
+                }
+                for lang, values in sorted(cutoffs.items())
+            },
             "config": config.to_json(),
             "pipeline_options": options,
         },
@@ -107,7 +137,7 @@ def collect_stats(result) -> Dict:
         "documents_read": counters.get("read/documents", 0),
         "bad_records": with_prefix("read/bad/"),
         "lines_removed_by_dedup": counters.get("dedup/lines_removed", 0),
-        "dropped": {**with_prefix("dedup/dropped/"), **with_prefix("lid/dropped/")},
+        "dropped": {**with_prefix("dedup/dropped/"), **with_prefix("quality/dropped/"), **with_prefix("lid/dropped/")},
         "identified_languages": with_prefix("lid/language/"),
         "output": per_language,
         "counters": counters,

@@ -3,8 +3,13 @@
 Nothing here is real web text. Sentences are drawn from ``wordfreq``'s word lists by word
 frequency, names, companies and domains come from ``faker``; the generator then adds what makes
 web text hard: boilerplate lines shared by the pages of a site, exact duplicate pages, short
-junk pages, pages mixing languages, pages in languages a selection leaves out, and a few broken
-records (a corrupt gzip member, invalid UTF-8, an empty record), all deterministic for a seed.
+junk pages, pages mixing languages, spam pages (product lists and keyword stuffing of rare words,
+under ``/shop/`` URLs), pages in languages a selection leaves out, and a few broken records (a
+corrupt gzip member, invalid UTF-8, an empty record), all deterministic for a seed.
+
+``generate_reference_text`` writes clean text per language, drawn apart from the pages (another
+random stream, no boilerplate, no spam), for training the reference language models that bucket
+the pages by perplexity.
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ class SampleConfig:
     duplicate_rate: float = 0.05  # share of pages that copy an earlier page under another URL
     junk_rate: float = 0.05  # share of near-empty pages
     mixed_rate: float = 0.02  # share of pages mixing three languages line by line
+    spam_rate: float = 0.06  # share of product-list / keyword-stuffing pages of rare words
     bad_records: bool = True  # add one corrupt gzip member, invalid UTF-8 and an empty record
 
     def __post_init__(self):
@@ -79,6 +85,12 @@ class _Language:
 
     def paragraph(self) -> str:
         return " ".join(self.sentence() for _ in range(self.rng.randint(1, 4)))
+
+    def spam_line(self) -> str:
+        """Rare words picked uniformly, a product code and a price: what a shop page lists."""
+        words = self.rng.sample(self.words[1000:], self.rng.randint(4, 9))
+        code = f"{self.rng.choice('ABCDEFGHKMNPRSTX')}{self.rng.randint(100, 9999)}-{self.rng.randint(10, 99)}"
+        return f"{' '.join(words)} {code} {self.rng.randint(1, 999)},{self.rng.randint(0, 99):02d} {self.faker.currency_code()}"
 
 
 def _sites(rng: random.Random, languages: Dict[str, _Language], count: int) -> List[Tuple[str, str, List[str], List[str]]]:
@@ -127,6 +139,10 @@ def generate_pages(config: SampleConfig) -> List[List[WetPage]]:
                 mixed = rng.sample(list(languages.values()), 3)
                 body = [mixed[i % 3].sentence() for i in range(rng.randint(6, 12))]
                 page = WetPage(url, date, lang.sentence()[:60], "\n".join(body))
+            elif roll < config.duplicate_rate + config.junk_rate + config.mixed_rate + config.spam_rate:
+                url = f"https://{domain}/shop/{segment}-{number}.html"
+                body = [lang.spam_line() for _ in range(rng.randint(8, 20))]
+                page = WetPage(url, date, lang.sentence()[:60], "\n".join(header + body + footer), code)
             else:
                 body = [lang.paragraph() for _ in range(rng.randint(*config.paragraphs))]
                 byline = f"{lang.faker.name()} · {date[:10]}"
@@ -178,5 +194,21 @@ def generate_sample(output: str, config: SampleConfig = SampleConfig()) -> List[
         with open(temporary, "wb") as stream:
             write_wet(stream, pages, filename)
         os.replace(temporary, path)
+        paths.append(path)
+    return paths
+
+
+def generate_reference_text(output: str, lines: int = 3000, seed: int = 0) -> List[str]:
+    """Write ``output/<lang>.txt``: clean generated paragraphs per language of the sample, from
+    a random stream of their own. Returns the paths."""
+    os.makedirs(output, exist_ok=True)
+    rng = random.Random(seed + 1_000_003)
+    paths = []
+    for code, wordfreq_code, locale, _ in LANGUAGE_MIX:
+        lang = _Language(code, wordfreq_code, locale, rng)
+        path = os.path.join(output, f"{code}.txt")
+        with open(path + ".tmp", "w", encoding="utf-8") as handle:
+            handle.writelines(lang.paragraph() + "\n" for _ in range(lines))
+        os.replace(path + ".tmp", path)
         paths.append(path)
     return paths

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -30,6 +30,8 @@ from filters.dedup import (
     segment_line_hashes,
 )
 from filters.document import ARROW_SCHEMA, segment_name
+from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, LanguageModels, bucket
+from filters.quality import QualityConfig, quality_drop_reason, quality_signals
 from lid.model import LanguageIdentifier, LidConfig
 
 NAMESPACE = "ccnet"
@@ -152,6 +154,37 @@ class Deduplicate(beam.PTransform):
         )
 
 
+# --- QualitySignals ---------------------------------------------------------------------
+
+
+class ScoreQuality(beam.DoFn):
+    def __init__(self, config: QualityConfig):
+        self.config = config
+
+    def process(self, element):
+        order, doc = element
+        signals = quality_signals(doc)
+        doc = {**doc, **signals}
+        reason = quality_drop_reason(signals, self.config)
+        if reason is None:
+            yield order, doc
+        else:
+            counter(f"quality/dropped/{reason}").inc()
+            yield beam.pvalue.TaggedOutput(DROPPED, (order, (reason, doc)))
+
+
+class QualitySignals(beam.PTransform):
+    """Documents -> documents with the heuristic signal columns; with thresholds set, those
+    that fail one leave on ``dropped`` with the signal named."""
+
+    def __init__(self, config: QualityConfig):
+        super().__init__()
+        self.config = config
+
+    def expand(self, docs):
+        return docs | "Score" >> beam.ParDo(ScoreQuality(self.config)).with_outputs(DROPPED, main=KEPT)
+
+
 # --- LanguageId --------------------------------------------------------------------------
 
 
@@ -191,6 +224,72 @@ class LanguageId(beam.PTransform):
 
     def expand(self, docs):
         return docs | "Predict" >> beam.ParDo(PredictLanguage(self.config)).with_outputs(DROPPED, main=KEPT)
+
+
+# --- Perplexity and buckets -------------------------------------------------------------
+
+
+class ScorePerplexity(beam.DoFn):
+    def __init__(self, lm_dir: str):
+        self.lm_dir = lm_dir
+        self.scored = counter("perplexity/scored")
+        self.no_model = counter("perplexity/no_model")
+
+    def setup(self):
+        self.models = LanguageModels(self.lm_dir)  # each language's pair loads on first use
+
+    def process(self, element):
+        order, doc = element
+        perplexity = self.models.perplexity(doc["raw_content"], doc["language"])
+        (self.no_model if perplexity is None else self.scored).inc()
+        yield order, {**doc, "perplexity": perplexity}
+
+
+class Perplexity(beam.PTransform):
+    """Documents -> documents with CCNet's perplexity under their language's model (null when
+    ``lm_dir`` has no model for the language)."""
+
+    def __init__(self, lm_dir: str):
+        super().__init__()
+        self.lm_dir = lm_dir
+
+    def expand(self, docs):
+        return docs | "Score" >> beam.ParDo(ScorePerplexity(self.lm_dir))
+
+
+def assign_bucket(element, cutoffs: Cutoffs, config: BucketConfig):
+    order, doc = element
+    return order, {**doc, "bucket": bucket(doc["perplexity"], doc["language"], cutoffs, config)}
+
+
+def perplexity_by_language(element):
+    _, doc = element
+    if doc["perplexity"] is not None:
+        yield doc["language"], doc["perplexity"]
+
+
+class Bucket(beam.PTransform):
+    """Documents -> (documents with ``bucket`` head/middle/tail, cutoffs as a one-element
+    PCollection). Cutoffs are given (a CCNet cutoff.csv) or computed from the documents
+    themselves: per-language quantiles at every percentile, then the bucketing pass."""
+
+    def __init__(self, config: BucketConfig, cutoffs: Optional[Cutoffs] = None):
+        super().__init__()
+        self.config = config
+        self.cutoffs = cutoffs
+
+    def expand(self, docs):
+        if self.cutoffs is not None:
+            cutoffs = docs.pipeline | "GivenCutoffs" >> beam.Create([self.cutoffs])
+        else:
+            cutoffs = (
+                docs
+                | "PerplexityByLanguage" >> beam.FlatMap(perplexity_by_language)
+                | "Percentiles" >> beam.ApproximateQuantiles.PerKey(num_quantiles=len(PERCENTILES))
+                | "CutoffsToDict" >> beam.combiners.ToDict()
+            )
+        bucketed = docs | "Assign" >> beam.Map(assign_bucket, beam.pvalue.AsSingleton(cutoffs), self.config)
+        return bucketed, cutoffs
 
 
 # --- WriteShards -------------------------------------------------------------------------

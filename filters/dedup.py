@@ -11,15 +11,13 @@ hashes in one place (the pipeline shuffles by hash bucket between steps 1 and 2)
 from __future__ import annotations
 
 import hashlib
-import sys
-import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
 from filters.document import Document
+from filters.normalize import normalize_for_dedup
 
 HASH_SIZE = 8  # bytes of SHA-1 kept, as CCNet
 HASH_DTYPE = np.dtype("<u8")
@@ -41,27 +39,6 @@ class DedupConfig:
             raise ValueError(f"hash_buckets must be in 1..65536, got {self.hash_buckets}")
         if self.min_len < 0:
             raise ValueError(f"min_len must be >= 0, got {self.min_len}")
-
-
-@lru_cache(maxsize=1)
-def _normalization_table() -> Dict[int, object]:
-    """str.translate table: decimal digits -> "0"; punctuation and non-printing characters
-    (controls, formats, private use, surrogates, unassigned) -> removed; white space kept."""
-    table: Dict[int, object] = {}
-    for code in range(sys.maxunicode + 1):
-        char = chr(code)
-        category = unicodedata.category(char)
-        if category == "Nd":
-            table[code] = "0"
-        elif (category[0] == "P" or category[0] == "C") and not char.isspace():
-            table[code] = None
-    return table
-
-
-def normalize_for_dedup(line: str) -> str:
-    """CCNet's line normalization: strip, lowercase, digits to 0, punctuation and control
-    characters removed, runs of white space collapsed to one space."""
-    return " ".join(line.lower().translate(_normalization_table()).split())
 
 
 def line_hashes(lines: Sequence[str]) -> np.ndarray:

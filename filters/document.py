@@ -28,6 +28,12 @@ class Document(TypedDict):
     perplexity: Optional[float]  # set by the perplexity stage; null before it
     bucket: str  # head / middle / tail once perplexity buckets exist; "all" before
     cc_segment: str  # the input file, from "crawl-data/" on when the path has it
+    # Heuristic quality signals (filters/quality.py), null until that stage ran.
+    duplicate_line_frac: Optional[float]
+    mean_line_length: Optional[float]
+    terminal_punct_frac: Optional[float]
+    non_alpha_frac: Optional[float]
+    short_line_frac: Optional[float]
 
 
 ARROW_SCHEMA = pa.schema(
@@ -47,6 +53,11 @@ ARROW_SCHEMA = pa.schema(
         pa.field("perplexity", pa.float64()),
         pa.field("bucket", pa.string(), nullable=False),
         pa.field("cc_segment", pa.string(), nullable=False),
+        pa.field("duplicate_line_frac", pa.float32()),
+        pa.field("mean_line_length", pa.float32()),
+        pa.field("terminal_punct_frac", pa.float32()),
+        pa.field("non_alpha_frac", pa.float32()),
+        pa.field("short_line_frac", pa.float32()),
     ]
 )
 FIELDS = tuple(ARROW_SCHEMA.names)
@@ -80,4 +91,9 @@ def make_document(
         perplexity=None,
         bucket="all",
         cc_segment=cc_segment,
+        duplicate_line_frac=None,
+        mean_line_length=None,
+        terminal_punct_frac=None,
+        non_alpha_frac=None,
+        short_line_frac=None,
     )

@@ -87,3 +87,17 @@ def write_fasttext_model(path: Union[str, Path], vocabulary: Dict[str, List[str]
         for matrix in (embedding, np.eye(dim, dtype="<f4")):
             out.write(struct.pack("<?qq", False, *matrix.shape) + matrix.tobytes())
     return Path(path)
+
+
+@pytest.fixture(scope="session")
+def lm_dir(tmp_path_factory) -> Path:
+    """Reference models for en, fr and de trained here (SentencePiece + lmplz + build_binary)
+    on generated clean text (the embedded sample's reference text)."""
+    from ccnet_pipeline.sample import generate_reference_text
+    from filters.train_lm import TrainLmConfig, train_language_model
+
+    root = tmp_path_factory.mktemp("lm")
+    generate_reference_text(str(root / "text"), lines=1500, seed=5)
+    for language in ("en", "fr", "de"):
+        train_language_model(TrainLmConfig(language, (str(root / "text" / f"{language}.txt"),), str(root / "models")))
+    return root / "models"

@@ -8,8 +8,11 @@ CCNET_FIELDS = (
 )
 
 
-def test_schema_has_ccnet_field_names():
-    assert FIELDS == CCNET_FIELDS
+SIGNALS = ("duplicate_line_frac", "mean_line_length", "terminal_punct_frac", "non_alpha_frac", "short_line_frac")
+
+
+def test_schema_has_ccnet_field_names_then_quality_signals():
+    assert FIELDS == CCNET_FIELDS + SIGNALS
 
 
 def test_make_document_fills_counts_and_defaults():

@@ -1,0 +1,161 @@
+"""Perplexity under per-language SentencePiece + KenLM models, and head/middle/tail buckets.
+
+Models use CCNet's layout and names, ``LM_DIR/<lang>.sp.model`` and ``LM_DIR/<lang>.arpa.bin``,
+so CCNet's published models drop in. A document's perplexity is CCNet's:
+10 ** (-sum of log10 p over its lines / sum of (tokens + 1)), each line normalized with
+``normalize_for_lm`` and cut into SentencePiece pieces, rounded to one decimal.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from filters.normalize import normalize_for_lm
+
+BUCKETS = ("head", "middle", "tail")
+NO_BUCKET = "all"  # documents without a model or without cutoffs for their language
+PERCENTILES = tuple(range(101))  # the rows of a CCNet cutoff.csv
+
+
+def model_paths(lm_dir: str, language: str) -> Tuple[str, str]:
+    return os.path.join(lm_dir, f"{language}.sp.model"), os.path.join(lm_dir, f"{language}.arpa.bin")
+
+
+def available_languages(lm_dir: str) -> Tuple[str, ...]:
+    """Languages with both a SentencePiece and a KenLM file in ``lm_dir``."""
+    if not os.path.isdir(lm_dir):
+        raise FileNotFoundError(f"language model folder not found: {lm_dir}")
+    names = os.listdir(lm_dir)
+    languages = sorted(n[: -len(".sp.model")] for n in names if n.endswith(".sp.model"))
+    return tuple(lang for lang in languages if f"{lang}.arpa.bin" in names)
+
+
+class LanguageModel:
+    """One language's SentencePiece + KenLM pair: paths held, models loaded on first use."""
+
+    def __init__(self, lm_dir: str, language: str):
+        self.language = language
+        self.sp_path, self.lm_path = model_paths(lm_dir, language)
+        self._sp = None
+        self._lm = None
+
+    def load(self) -> "LanguageModel":
+        if self._lm is None:
+            import kenlm
+            import sentencepiece
+
+            for path in (self.sp_path, self.lm_path):
+                if not os.path.isfile(path):
+                    raise FileNotFoundError(f"model file not found: {path}")
+            sp = sentencepiece.SentencePieceProcessor()
+            try:
+                sp.Load(self.sp_path)
+            except (OSError, RuntimeError) as error:
+                raise ValueError(f"cannot load SentencePiece model {self.sp_path}: {error}") from None
+            try:
+                lm = kenlm.Model(self.lm_path)
+            except (OSError, RuntimeError) as error:
+                raise ValueError(f"cannot load KenLM model {self.lm_path}: {error}") from None
+            self._sp, self._lm = sp, lm
+        return self
+
+    def perplexity(self, text: str) -> float:
+        """CCNet's document perplexity, over the lines of ``text``."""
+        self.load()
+        encode, score = self._sp.EncodeAsPieces, self._lm.score
+        log_score, length = 0.0, 0
+        for line in text.split("\n"):
+            pieces = encode(normalize_for_lm(line))
+            log_score += score(" ".join(pieces))
+            length += len(pieces) + 1
+        return round(10.0 ** (-log_score / length), 1)
+
+
+class LanguageModels:
+    """The models of every language found in ``lm_dir``, each loaded on first use."""
+
+    def __init__(self, lm_dir: str):
+        self.lm_dir = lm_dir
+        self.languages = available_languages(lm_dir)
+        self._models: Dict[str, LanguageModel] = {}
+
+    def perplexity(self, text: str, language: Optional[str]) -> Optional[float]:
+        """The perplexity of ``text`` under its language's model; None without a model."""
+        if language not in self.languages:
+            return None
+        model = self._models.get(language)
+        if model is None:
+            model = self._models[language] = LanguageModel(self.lm_dir, language).load()
+        return model.perplexity(text)
+
+
+@dataclass(frozen=True)
+class BucketConfig:
+    head_percentile: int = 30  # perplexity below this percentile of its language: head
+    tail_percentile: int = 60  # above this one: tail; in between: middle
+
+    def __post_init__(self):
+        if not 0 <= self.head_percentile <= self.tail_percentile <= 100:
+            raise ValueError(
+                f"need 0 <= head <= tail <= 100 percentiles, got {self.head_percentile}, {self.tail_percentile}"
+            )
+
+
+# Cutoffs: {language: 101 perplexities, the value at percentile 0, 1, ..., 100}.
+Cutoffs = Dict[str, List[float]]
+
+
+def bucket(perplexity: Optional[float], language: Optional[str], cutoffs: Mapping[str, Sequence[float]], config: BucketConfig) -> str:
+    """CCNet's PerplexityBucket: head below the head cutoff, tail above the tail cutoff."""
+    values = cutoffs.get(language) if language else None
+    if perplexity is None or values is None:
+        return NO_BUCKET
+    if perplexity > values[config.tail_percentile]:
+        return "tail"
+    if perplexity < values[config.head_percentile]:
+        return "head"
+    return "middle"
+
+
+def read_cutoffs(path: str) -> Cutoffs:
+    """A CCNet cutoff.csv: a header ``,lang1,lang2,...`` then rows ``percentile,pp1,pp2,...``
+    for percentiles 0..100."""
+    try:
+        with open(path, newline="") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as error:
+        raise FileNotFoundError(f"cannot read cutoffs file {path}: {error.strerror}") from None
+    if not rows or len(rows[0]) < 2:
+        raise ValueError(f"{path}: not a CCNet cutoff CSV (expected a header ',lang1,lang2,...')")
+    languages = rows[0][1:]
+    cutoffs: Cutoffs = {lang: [math.nan] * len(PERCENTILES) for lang in languages}
+    seen = set()
+    for number, row in enumerate(rows[1:], start=2):
+        try:
+            percentile = int(float(row[0]))
+            values = [float(v) for v in row[1:]]
+        except (ValueError, IndexError):
+            raise ValueError(f"{path}:{number}: expected a percentile and {len(languages)} numbers") from None
+        if percentile not in PERCENTILES or len(values) != len(languages):
+            raise ValueError(f"{path}:{number}: expected a percentile in 0..100 and {len(languages)} numbers")
+        seen.add(percentile)
+        for lang, value in zip(languages, values):
+            cutoffs[lang][percentile] = value
+    if seen != set(PERCENTILES):
+        raise ValueError(f"{path}: percentiles {sorted(set(PERCENTILES) - seen)[:5]}... are missing")
+    return cutoffs
+
+
+def format_cutoffs(cutoffs: Cutoffs) -> str:
+    """``cutoffs`` as a CCNet cutoff.csv (languages sorted)."""
+    languages = sorted(cutoffs)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["", *languages])
+    for p in PERCENTILES:
+        writer.writerow([p, *(repr(round(float(cutoffs[lang][p]), 4)) for lang in languages)])
+    return out.getvalue()

@@ -1,0 +1,82 @@
+"""Heuristic quality signals on a document, and optional filters on them (off by default).
+
+Signals (columns of every output row):
+  duplicate_line_frac  share of the page's original lines that dedup removed (boilerplate)
+  mean_line_length     characters per line after dedup
+  terminal_punct_frac  share of lines ending in terminal punctuation (. ! ? and their CJK,
+                       Arabic, Devanagari, Armenian, ... forms, or a closing quote after one)
+  non_alpha_frac       share of non-space characters that are not letters (digits, symbols, punctuation)
+  short_line_frac      share of lines shorter than SHORT_LINE characters
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Dict, Optional
+
+from filters.document import Document
+
+SHORT_LINE = 30  # characters; a line below this is "very short" (as datatrove's FineWeb filter)
+TERMINAL_PUNCTUATION = frozenset(".!?。！？｡۔؟।॥։።፧…")
+CLOSING_QUOTES = frozenset("\"'”’»」』)")
+
+
+def _ends_sentence(line: str) -> bool:
+    line = line.rstrip()
+    while line and line[-1] in CLOSING_QUOTES:
+        line = line[:-1]
+    return bool(line) and line[-1] in TERMINAL_PUNCTUATION
+
+
+def quality_signals(doc: Document) -> Dict[str, float]:
+    """The five signals of a document (0.0 for an empty one)."""
+    text = doc["raw_content"]
+    lines = text.split("\n") if text else []
+    n = len(lines)
+    non_space = sum(1 for c in text if not c.isspace())
+    letters = sum(1 for c in text if c.isalpha())
+    original = doc["original_nlines"]
+    return {
+        "duplicate_line_frac": (original - doc["nlines"]) / original if original else 0.0,
+        "mean_line_length": sum(len(line) for line in lines) / n if n else 0.0,
+        "terminal_punct_frac": sum(_ends_sentence(line) for line in lines) / n if n else 0.0,
+        "non_alpha_frac": (non_space - letters) / non_space if non_space else 0.0,
+        "short_line_frac": sum(len(line.strip()) < SHORT_LINE for line in lines) / n if n else 0.0,
+    }
+
+
+@dataclass(frozen=True)
+class QualityConfig:
+    """Thresholds of the optional filters; None leaves a filter off (the default)."""
+
+    max_duplicate_line_frac: Optional[float] = None  # drop pages that were mostly boilerplate
+    min_mean_line_length: Optional[float] = None  # drop menus and lists of short items
+    min_terminal_punct_frac: Optional[float] = None  # drop pages with few sentence endings
+    max_non_alpha_frac: Optional[float] = None  # drop tables of numbers and symbol soup
+    max_short_line_frac: Optional[float] = None  # drop pages made of very short lines
+
+    def __post_init__(self):
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if value is None:
+                continue
+            if value < 0 or (field.name != "min_mean_line_length" and value > 1):
+                raise ValueError(f"{field.name} must be a fraction in [0, 1], got {value}")
+
+    @property
+    def active(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+
+def quality_drop_reason(signals: Dict[str, float], config: QualityConfig) -> Optional[str]:
+    """The first filter the signals fail, as a drop reason, or None to keep the document."""
+    checks = (
+        ("duplicate_line_frac", config.max_duplicate_line_frac, lambda v, t: v > t),
+        ("mean_line_length", config.min_mean_line_length, lambda v, t: v < t),
+        ("terminal_punct_frac", config.min_terminal_punct_frac, lambda v, t: v < t),
+        ("non_alpha_frac", config.max_non_alpha_frac, lambda v, t: v > t),
+        ("short_line_frac", config.max_short_line_frac, lambda v, t: v > t),
+    )
+    for signal, threshold, fails in checks:
+        if threshold is not None and fails(signals[signal], threshold):
+            return f"quality_{signal}"
+    return None

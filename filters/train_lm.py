@@ -1,0 +1,149 @@
+"""Train a CCNet-style reference language model for one language.
+
+    python -m filters.train_lm --lang xx --text FILE [--text FILE ...] --out DIR
+
+Normalizes the text exactly as scoring does (``normalize_for_lm``), trains a SentencePiece
+unigram model (65,536 pieces as CCNet, fewer when the text cannot fill that many), cuts the text
+into pieces, estimates a 5-gram model with KenLM's ``lmplz`` and converts it with
+``build_binary``. Writes CCNet's layout: ``DIR/xx.sp.model``, ``DIR/xx.arpa.bin``, plus
+``DIR/xx.train.json`` with the config and counts. ``lmplz``/``build_binary`` come from
+``make kenlm`` (``.kenlm/bin``), ``--kenlm-bin DIR``, ``$KENLM_BIN`` or the PATH.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+from filters.normalize import normalize_for_lm
+from filters.perplexity import model_paths
+
+PROJECT_KENLM_BIN = Path(__file__).resolve().parents[1] / ".kenlm" / "bin"
+
+
+@dataclass(frozen=True)
+class TrainLmConfig:
+    language: str  # the code models are named by, e.g. "en"
+    texts: Tuple[str, ...]  # plain-text files, one sentence or paragraph per line
+    output: str  # folder for <lang>.sp.model, <lang>.arpa.bin, <lang>.train.json
+    vocab_size: int = 65536  # SentencePiece pieces (CCNet's); a soft limit on small text
+    order: int = 5  # n-gram order (CCNet's 5-gram)
+    memory: str = "20%"  # lmplz -S: sorting memory, a share of RAM or a size such as 2G
+    max_sentences: int = 2_000_000  # lines SentencePiece samples for training (bounds its RAM)
+    kenlm_bin: Optional[str] = None  # folder with lmplz and build_binary
+
+    def __post_init__(self):
+        if not self.texts:
+            raise ValueError("at least one --text file is needed")
+        for path in self.texts:
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"text file not found: {path}")
+        if self.vocab_size < 16 or self.order < 1 or self.max_sentences < 1:
+            raise ValueError("vocab_size >= 16, order >= 1 and max_sentences >= 1 are required")
+
+
+def find_kenlm_tool(name: str, kenlm_bin: Optional[str] = None) -> str:
+    """The path of ``lmplz`` or ``build_binary``: --kenlm-bin, $KENLM_BIN, .kenlm/bin, PATH."""
+    for folder in (kenlm_bin, os.environ.get("KENLM_BIN"), str(PROJECT_KENLM_BIN)):
+        if folder and os.access(os.path.join(folder, name), os.X_OK):
+            return os.path.join(folder, name)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise FileNotFoundError(f"KenLM's {name} not found: run `make kenlm` (builds .kenlm/bin) or pass --kenlm-bin")
+
+
+def _run(command: List[str], stdin=None, stdout=None) -> None:
+    result = subprocess.run(command, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
+    if result.returncode != 0:
+        message = result.stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
+        raise RuntimeError(f"{os.path.basename(command[0])} failed: " + " | ".join(message))
+
+
+def train_language_model(config: TrainLmConfig) -> dict:
+    """Train and write the model pair; returns the counts written to ``<lang>.train.json``."""
+    import sentencepiece
+
+    lmplz = find_kenlm_tool("lmplz", config.kenlm_bin)
+    build_binary = find_kenlm_tool("build_binary", config.kenlm_bin)
+    os.makedirs(config.output, exist_ok=True)
+    sp_final, lm_final = model_paths(config.output, config.language)
+    with tempfile.TemporaryDirectory(dir=config.output, prefix=f".{config.language}-") as work:
+        normalized = os.path.join(work, "normalized.txt")
+        lines = 0
+        with open(normalized, "w", encoding="utf-8") as out:
+            for path in config.texts:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    for line in handle:
+                        line = normalize_for_lm(line)
+                        if line:
+                            out.write(line + "\n")
+                            lines += 1
+        if lines == 0:
+            raise ValueError(f"no text in {', '.join(config.texts)}")
+        prefix = os.path.join(work, "sp")
+        sentencepiece.SentencePieceTrainer.train(
+            input=normalized,
+            model_prefix=prefix,
+            vocab_size=config.vocab_size,
+            model_type="unigram",
+            hard_vocab_limit=False,  # small text: as many pieces as it supports
+            input_sentence_size=config.max_sentences,
+            shuffle_input_sentence=True,
+            seed_sentencepiece_size=1_000_000,
+            num_threads=os.cpu_count() or 1,
+            minloglevel=2,
+        )
+        sp = sentencepiece.SentencePieceProcessor(model_file=prefix + ".model")
+        tokens = os.path.join(work, "tokens.txt")
+        with open(normalized, encoding="utf-8") as source, open(tokens, "w", encoding="utf-8") as out:
+            for line in source:
+                out.write(" ".join(sp.encode_as_pieces(line.rstrip("\n"))) + "\n")
+        arpa = os.path.join(work, "lm.arpa")
+        with open(tokens, "rb") as stdin, open(arpa, "wb") as stdout:
+            _run([lmplz, "-o", str(config.order), "-S", config.memory, "-T", work, "--discount_fallback"], stdin, stdout)
+        binary = os.path.join(work, "lm.arpa.bin")
+        _run([build_binary, arpa, binary], stdout=subprocess.DEVNULL)
+        os.replace(prefix + ".model", sp_final)
+        os.replace(binary, lm_final)
+    summary = {"config": dataclasses.asdict(config), "lines": lines, "pieces": sp.get_piece_size()}
+    info = os.path.join(config.output, f"{config.language}.train.json")
+    with open(info + ".tmp", "w") as handle:
+        json.dump(summary, handle, indent=2)
+    os.replace(info + ".tmp", info)
+    return summary
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m filters.train_lm", description=__doc__.splitlines()[0])
+    parser.add_argument("--lang", required=True, help="language code the model files are named by")
+    parser.add_argument("--text", action="append", required=True, help="training text (repeatable)")
+    parser.add_argument("--out", required=True, help="model folder (CCNet layout)")
+    parser.add_argument("--vocab-size", type=int, default=65536)
+    parser.add_argument("--order", type=int, default=5)
+    parser.add_argument("--memory", default="20%", help="lmplz -S")
+    parser.add_argument("--kenlm-bin", default=None, help="folder with lmplz and build_binary")
+    args = parser.parse_args(argv)
+    try:
+        config = TrainLmConfig(
+            language=args.lang, texts=tuple(args.text), output=args.out, vocab_size=args.vocab_size,
+            order=args.order, memory=args.memory, kenlm_bin=args.kenlm_bin,
+        )
+        summary = train_language_model(config)
+    except (ValueError, FileNotFoundError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{args.lang}: {summary['lines']} lines, {summary['pieces']} pieces -> {args.out}/{args.lang}.sp.model, {args.lang}.arpa.bin")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+import unicodedata
+
+import pytest
+
+from filters.normalize import normalize_for_dedup, normalize_for_lm
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("Hello, World!", "hello world"),
+        ("  Price: 12,99 €  ", "price 0000 €"),
+        ("Ça coûte 3€ — vraiment?", "ça coûte 0€ vraiment"),
+        ("東京は２０２０年に…", "東京は0000年に"),  # full-width digits are digits too
+        ("Привет,   МИР!!", "привет мир"),
+        ("مرحبا، ٣ أيام", "مرحبا 0 أيام"),  # Arabic comma and Arabic-Indic digit
+        ("\u200bzero\u200dwidth\ttab", "zerowidth tab"),  # format characters go, tab is space
+        ("«Quoted» ¿question?", "quoted question"),
+        ("a | b © c", "a | b © c"),  # symbols (Sm, So) are not punctuation
+        ("", ""),
+    ],
+)
+def test_normalize_for_dedup(line, expected):
+    assert normalize_for_dedup(line) == expected
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("Hello, World!", "hello, world!"),  # ASCII punctuation stays (CCNet punct=1)
+        ("  Ça coûte 3€ — vraiment ?  ", "ca coute 0€  -  vraiment ?"),  # accents go, — maps to " - "
+        ("東京は２０２０年に「行く」。", '東京は0000年に"行く".'),  # CJK punctuation mapped to ASCII
+        ("«Guillemets» et “quotes” …", '"guillemets" et "quotes" ...'),
+        ("Ελληνικά άλφα", "ελληνικα αλφα"),
+        ("Tab\there\x01", "tabhere"),  # non-printing characters removed
+        ("   ", ""),
+    ],
+)
+def test_normalize_for_lm_as_ccnet(line, expected):
+    assert normalize_for_lm(line) == expected
+
+
+def test_normalize_for_lm_leaves_hangul_decomposed_as_ccnet():
+    # CCNet strips accents via NFD and never recomposes: Hangul syllables become jamo.
+    assert normalize_for_lm("한국") == unicodedata.normalize("NFD", "한국") != "한국"
