@@ -12,8 +12,11 @@ from ccnet_pipeline.transforms import (
     BAD,
     DROPPED,
     KEPT,
+    Bucket,
     Deduplicate,
     LanguageId,
+    Perplexity,
+    QualitySignals,
     Quarantine,
     WriteDropped,
     WriteShards,
@@ -21,6 +24,8 @@ from ccnet_pipeline.transforms import (
 from ccnet_pipeline.wet import BadRecord, raw_record
 from filters.dedup import DedupConfig
 from filters.document import make_document
+from filters.perplexity import PERCENTILES, BucketConfig
+from filters.quality import QualityConfig
 from lid.model import LidConfig
 from tests.conftest import TEXT, page, write_wet_file
 
@@ -144,3 +149,45 @@ def test_write_atomically_replaces_and_leaves_no_temporary(tmp_path):
     write_atomically(target, lambda stream: stream.write(b"new"))
     assert (tmp_path / "sub" / "file.json").read_bytes() == b"new"
     assert [p.name for p in (tmp_path / "sub").iterdir()] == ["file.json"]
+
+
+def test_quality_signals():
+    docs = [((0, 0), doc("A full sentence here.\nAnother one!")), ((0, 1), doc("menu\nhome\nlogin"))]
+    with pipeline() as p:
+        out = p | beam.Create(docs) | QualitySignals(QualityConfig(min_terminal_punct_frac=0.5))
+        assert_that(out[KEPT] | beam.Map(lambda e: (e[0], e[1]["terminal_punct_frac"], e[1]["short_line_frac"])),
+                    equal_to([((0, 0), 1.0, 1.0)]), label="kept")
+        assert_that(out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])),
+                    equal_to([((0, 1), "quality_terminal_punct_frac")]), label="dropped")
+
+
+def test_perplexity(lm_dir):
+    text = "the house is big and we are going home today"
+    docs = [((0, 0), doc(text, "en")), ((0, 1), doc(text, "sw"))]
+    with pipeline() as p:
+        out = p | beam.Create(docs) | Perplexity(str(lm_dir))
+        assert_that(out | beam.Map(lambda e: (e[0], e[1]["perplexity"] is None)), equal_to([((0, 0), False), ((0, 1), True)]))
+
+
+def _with_perplexity(values, language="en"):
+    return [((0, i), {**doc("x", language), "perplexity": float(v)}) for i, v in enumerate(values)]
+
+
+def test_bucket_computes_cutoffs_from_the_data():
+    docs = _with_perplexity(range(1, 102)) + [((1, 0), {**doc("x", "fr"), "perplexity": None})]
+    with pipeline() as p:
+        bucketed, cutoffs = p | beam.Create(docs) | Bucket(BucketConfig())
+        assert_that(cutoffs, equal_to([{"en": [float(v) for v in range(1, 102)]}]), label="cutoffs")
+        assert_that(
+            bucketed | beam.Map(lambda e: e[1]["bucket"]) | beam.combiners.Count.PerElement(),
+            equal_to([("head", 30), ("middle", 31), ("tail", 40), ("all", 1)]),
+            label="buckets",
+        )
+
+
+def test_bucket_with_given_cutoffs():
+    given = {"en": [float(10 * p) for p in PERCENTILES]}
+    with pipeline() as p:
+        bucketed, cutoffs = p | beam.Create(_with_perplexity([5, 299, 300, 601])) | Bucket(BucketConfig(), given)
+        assert_that(bucketed | beam.Map(lambda e: e[1]["bucket"]), equal_to(["head", "head", "middle", "tail"]), label="b")
+        assert_that(cutoffs, equal_to([given]), label="c")

@@ -199,3 +199,84 @@ def test_real_commoncrawl_wet_end_to_end(tmp_path):
     (doc,) = rows(out / "es/all/part-00000.parquet")
     assert doc["url"] == "https://an.wikipedia.org/wiki/Escopete"
     assert doc["original_nlines"] - doc["nlines"] == stats["lines_removed_by_dedup"]
+
+
+def test_perplexity_buckets_end_to_end(sample, lm_dir, tmp_path):
+    out = tmp_path / "corpus"
+    stats = mine(sample, out, "--langs", "en,de,fr,es,ru", "--lm-dir", str(lm_dir))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["cutoffs"]) == {"en", "de", "fr"}  # the languages with a model and documents
+    assert set(manifest["languages"]["en"]) == {"head", "middle", "tail"}
+    assert set(manifest["languages"]["es"]) == {"all"}  # no model: perplexity null, bucket all
+    cutoffs_csv = (out / "cutoffs.csv").read_text().splitlines()
+    assert cutoffs_csv[0] == ",de,en,fr" and len(cutoffs_csv) == 102
+    docs = duckdb.sql(f"select url, language, bucket, perplexity from '{out}/*/*/*.parquet'").fetchall()
+    for url, language, bucket, perplexity in docs:
+        if language in ("en", "de", "fr"):
+            head, tail = manifest["cutoffs"][language]["head"], manifest["cutoffs"][language]["tail"]
+            assert bucket == ("head" if perplexity < head else "tail" if perplexity > tail else "middle")
+        else:
+            assert (bucket, perplexity) == ("all", None)
+    spam = [bucket for url, language, bucket, _ in docs if "/shop/" in url and language in ("en", "de", "fr")]
+    assert len(spam) >= 5 and spam.count("tail") / len(spam) >= 0.9  # junk lands in tail
+    assert stats["counters"]["perplexity/scored"] == sum(1 for d in docs if d[1] in ("en", "de", "fr"))
+
+
+def test_given_cutoffs_file(sample, lm_dir, tmp_path):
+    cutoffs = tmp_path / "cutoff.csv"
+    cutoffs.write_text(",en,xx\n" + "".join(f"{p},{1000 + p},{p}\n" for p in range(101)))
+    out = tmp_path / "corpus"
+    mine(sample, out, "--langs", "en", "--lm-dir", str(lm_dir), "--cutoffs", str(cutoffs), "--keep-dropped")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["cutoffs"] == {"en": {"head": 1030.0, "tail": 1060.0}}  # xx has no model
+    assert (out / "cutoffs.csv").read_text().splitlines()[0] == ",en"
+    perplexities = duckdb.sql(f"select bucket, max(perplexity) from '{out}/en/*/*.parquet' group by 1").fetchall()
+    assert dict(perplexities)["head"] < 1030.0
+
+
+def test_perplexity_errors_are_clear(handmade, lm_dir, tmp_path, capsys):
+    def run(*extra):
+        code = main(["mine", "--input", str(handmade / "*.gz"), "--output", str(tmp_path / "o"), *extra])
+        return code, capsys.readouterr().err
+
+    assert run("--lm-dir", str(tmp_path / "absent")) == (2, f"error: language model folder not found: {tmp_path / 'absent'}\n")
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "en.sp.model").write_bytes((lm_dir / "en.sp.model").read_bytes())
+    assert "en lack(s) a .sp.model or .arpa.bin" in run("--lm-dir", str(half))[1]
+    (half / "en.arpa.bin").write_bytes(b"corrupt")
+    assert "cannot load KenLM model" in run("--lm-dir", str(half))[1]
+    assert "--cutoffs needs --lm-dir" in run("--cutoffs", str(half / "x.csv"))[1]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("nonsense\n")
+    code, err = run("--lm-dir", str(lm_dir), "--cutoffs", str(bad))
+    assert code == 2 and "not a CCNet cutoff CSV" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "reference-text").is_dir(), reason="../shared/data/reference-text absent")
+def test_reference_models_from_real_text(tmp_path):
+    """Train on real sentences (Tatoeba) in three languages; held-out lines must score lower
+    than their own words shuffled in at least 95% of pairs."""
+    import random
+
+    from filters.perplexity import LanguageModel
+    from filters.train_lm import TrainLmConfig, train_language_model
+
+    rng = random.Random(0)
+    for language in ("en", "de", "ru"):
+        lines = (SHARED_DATA / "reference-text" / f"{language}.txt").read_text(encoding="utf-8").splitlines()
+        rng.shuffle(lines)  # the file is not shuffled: hold out a random 500
+        train, held_out = lines[500:], lines[:500]
+        (tmp_path / f"{language}.txt").write_text("\n".join(train), encoding="utf-8")
+        train_language_model(TrainLmConfig(language, (str(tmp_path / f"{language}.txt"),), str(tmp_path / "lm")))
+        model = LanguageModel(str(tmp_path / "lm"), language)
+        wins = pairs = 0
+        for line in held_out:
+            words = line.split()
+            shuffled = words[:]
+            rng.shuffle(shuffled)
+            if len(words) < 4 or shuffled == words:
+                continue
+            pairs += 1
+            wins += model.perplexity(line) < model.perplexity(" ".join(shuffled))
+        assert pairs > 300 and wins / pairs >= 0.95, (language, wins, pairs)
