@@ -22,7 +22,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample test bench-pipeline clean
+.PHONY: install kenlm lm corpus sample test bench-pipeline bench-perplexity clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,9 @@ test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 
 bench-pipeline: $(VENV)/.installed
 	$(PY) bench/pipeline.py
+
+bench-perplexity: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
+	$(PY) bench/perplexity.py
 
 clean:
 	rm -rf out .pytest_cache $(KENLM_DIR)

@@ -3,7 +3,7 @@
 Models use CCNet's layout and names, ``LM_DIR/<lang>.sp.model`` and ``LM_DIR/<lang>.arpa.bin``,
 so CCNet's published models drop in. A document's perplexity is CCNet's:
 10 ** (-sum of log10 p over its lines / sum of (tokens + 1)), each line normalized with
-``normalize_for_lm`` and cut into SentencePiece pieces, rounded to one decimal.
+``normalize_for_lm`` (vectorized: ``normalize_lines_for_lm``) and cut into SentencePiece pieces, rounded to one decimal.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from filters.normalize import normalize_for_lm
+from filters.normalize import normalize_lines_for_lm
 
 BUCKETS = ("head", "middle", "tail")
 NO_BUCKET = "all"  # documents without a model or without cutoffs for their language
@@ -66,10 +66,10 @@ class LanguageModel:
     def perplexity(self, text: str) -> float:
         """CCNet's document perplexity, over the lines of ``text``."""
         self.load()
-        encode, score = self._sp.EncodeAsPieces, self._lm.score
+        encode, score = self._sp.encode, self._lm.score
         log_score, length = 0.0, 0
-        for line in text.split("\n"):
-            pieces = encode(normalize_for_lm(line))
+        for line in normalize_lines_for_lm(text):
+            pieces = encode(line, out_type=str)
             log_score += score(" ".join(pieces))
             length += len(pieces) + 1
         return round(10.0 ** (-log_score / length), 1)

@@ -2,7 +2,7 @@ import unicodedata
 
 import pytest
 
-from filters.normalize import normalize_for_dedup, normalize_for_lm
+from filters.normalize import normalize_for_dedup, normalize_for_lm, normalize_lines_for_lm
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,13 @@ def test_normalize_for_lm_as_ccnet(line, expected):
 def test_normalize_for_lm_leaves_hangul_decomposed_as_ccnet():
     # CCNet strips accents via NFD and never recomposes: Hangul syllables become jamo.
     assert normalize_for_lm("한국") == unicodedata.normalize("NFD", "한국") != "한국"
+
+
+def test_vectorized_lm_normalization_equals_line_by_line():
+    from ccnet_pipeline.sample import SampleConfig, generate_pages
+    from tests.conftest import TEXT
+
+    pages = [p.text for segment in generate_pages(SampleConfig(segments=1, docs_per_segment=300, seed=2)) for p in segment]
+    edge = "  Ça — va?\t\n\x01 ＡＢＣ１２３ …  \n\n한국어 텍스트\nΟΔΟΣ ΣΟΦΟΣ\n\U0001d7d8 digit \u200b"
+    for text in pages + list(TEXT.values()) + [edge, "", "plain ascii\nLINES"]:
+        assert normalize_lines_for_lm(text) == [normalize_for_lm(line) for line in text.split("\n")]

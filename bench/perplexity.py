@@ -1,0 +1,108 @@
+"""make bench-perplexity: the SentencePiece + KenLM stage against the raw libraries.
+
+Trains reference models for three languages on generated clean text (as `make corpus` does),
+then on the same generated web pages times, on one core:
+  - the stage: filters.perplexity.LanguageModel.perplexity (CCNet normalization + pieces + score);
+  - the raw libraries: sp.encode(line, out_type=str) + kenlm.Model.score per line, nothing else;
+and prints documents/s for both and their ratio (target <= 1.2), then the whole mine job's
+documents/s with the stage on and off.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+
+import kenlm
+import sentencepiece
+
+from ccnet_pipeline.cli import main as cli_main
+from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_reference_text, generate_sample
+from filters.perplexity import LanguageModel, model_paths
+from filters.train_lm import TrainLmConfig, train_language_model
+
+LANGUAGES = ("en", "de", "fr")
+
+
+def best_of(repeats, function):
+    """The fastest of ``repeats`` runs, in seconds (the least disturbed by the machine)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def mine_seconds(sample_dir: str, output: str, *extra: str) -> float:
+    argv = ["mine", "--input", os.path.join(sample_dir, "*.warc.wet.gz"), "--output", output,
+            "--langs", "100", "--overwrite", "--direct_num_workers=1", *extra]
+    stdout, sys.stdout = sys.stdout, io.StringIO()
+    try:
+        start = time.perf_counter()
+        code = cli_main(argv)
+        seconds = time.perf_counter() - start
+    finally:
+        sys.stdout = stdout
+    if code != 0:
+        raise SystemExit("mine failed")
+    return seconds
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default="out/bench-perplexity")
+    parser.add_argument("--reference-lines", type=int, default=20000)
+    parser.add_argument("--documents", type=int, default=6000)
+    args = parser.parse_args(argv)
+
+    lm_dir = os.path.join(args.workdir, "lm")
+    if not all(os.path.exists(model_paths(lm_dir, lang)[1]) for lang in LANGUAGES):
+        text_dir = os.path.join(args.workdir, "reference")
+        generate_reference_text(text_dir, lines=args.reference_lines, seed=11)
+        for lang in LANGUAGES:
+            train_language_model(TrainLmConfig(lang, (os.path.join(text_dir, f"{lang}.txt"),), lm_dir))
+
+    config = SampleConfig(segments=4, docs_per_segment=args.documents // 4, seed=13, bad_records=False)
+    pages = [(p.language, p.text) for segment in generate_pages(config) for p in segment if p.language in LANGUAGES]
+    n_docs, n_lines = len(pages), sum(text.count("\n") + 1 for _, text in pages)
+
+    stage = {lang: LanguageModel(lm_dir, lang).load() for lang in LANGUAGES}
+    raw = {
+        lang: (sentencepiece.SentencePieceProcessor(model_file=model_paths(lm_dir, lang)[0]), kenlm.Model(model_paths(lm_dir, lang)[1]))
+        for lang in LANGUAGES
+    }
+
+    def run_stage():
+        for lang, text in pages:
+            stage[lang].perplexity(text)
+
+    def run_raw():
+        for lang, text in pages:
+            sp, lm = raw[lang]
+            for line in text.split("\n"):
+                lm.score(" ".join(sp.encode(line, out_type=str)))
+
+    t_stage, t_raw = best_of(3, run_stage), best_of(3, run_raw)
+
+    sample_dir = os.path.join(args.workdir, "wet")
+    if not os.path.isdir(sample_dir):
+        generate_sample(sample_dir, config)
+    t_off = mine_seconds(sample_dir, os.path.join(args.workdir, "corpus-off"))
+    t_on = mine_seconds(sample_dir, os.path.join(args.workdir, "corpus-on"), "--lm-dir", lm_dir)
+    total = sum(len(segment) for segment in generate_pages(config))
+
+    print(f"input: {n_docs} generated pages in {', '.join(LANGUAGES)} ({n_lines} lines); models trained on "
+          f"{args.reference_lines} generated lines per language")
+    print(f"SentencePiece+KenLM stage (normalize, pieces, score): {n_docs / t_stage:8.0f} docs/s/core ({t_stage:.2f} s)")
+    print(f"raw sp.encode + kenlm.Model.score:                   {n_docs / t_raw:8.0f} docs/s/core ({t_raw:.2f} s)")
+    print(f"stage / raw time: {t_stage / t_raw:.2f}  (target <= 1.2)")
+    print(f"whole mine job, 1 worker, {total} pages: {total / t_off:.0f} docs/s without perplexity, "
+          f"{total / t_on:.0f} docs/s with --lm-dir ({t_off:.1f} s without, {t_on:.1f} s with)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
