@@ -143,9 +143,11 @@ def _mine(args, beam_args: List[str]) -> int:
     stats = run(config, beam_args)
     print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {config.output}")
     print(f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}")
+    print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")
     for language, buckets in sorted(stats["output"].items()):
-        counts = ", ".join(f"{bucket}: {v['documents']} docs, {v['characters']} chars" for bucket, v in sorted(buckets.items()))
-        print(f"  {language:8s} {counts}")
+        counts = "".join(f"{buckets.get(b, {}).get('documents', 0):8d}" for b in ("head", "middle", "tail", "all"))
+        characters = sum(v["characters"] for v in buckets.values())
+        print(f"  {language:9s}{counts}{characters:12d}")
     return 0
 
 
