@@ -3,8 +3,8 @@
 Generates >= 20,000 documents of 2-5 KB in WET format (the embedded sample generator, larger),
 then times:
   - the whole job (python -m ccnet_pipeline mine) on Beam's FnApiRunner with 1 and 2 workers;
-  - each stage alone: warcio read, dedup hashing (normalize + SHA-1), fastText predict,
-    Parquet (zstd) write, on the same documents;
+  - each stage alone: warcio read, dedup hashing (normalize + SHA-1), quality signals,
+    fastText predict, Parquet (zstd) write, on the same documents;
 and prints documents/s and MB/s per core and the ratio of the whole (1 worker) to the sum of parts.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ccnet_pipeline.cli import main as cli_main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from filters.dedup import line_hashes
 from filters.document import ARROW_SCHEMA, make_document
+from filters.quality import quality_signals
 from lid.model import default_model_path
 
 
@@ -81,12 +82,14 @@ def main(argv=None) -> int:
         for url, text in pages
     ]
 
+    t_quality, _ = timed(lambda: [quality_signals(doc) for doc in docs])
+
     def write_parquet():
         with tempfile.TemporaryDirectory() as folder:
             pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), os.path.join(folder, "x.parquet"), compression="zstd")
 
     t_write, _ = timed(write_parquet)
-    parts = t_read + t_hash + t_lid + t_write
+    parts = t_read + t_hash + t_quality + t_lid + t_write
 
     # The whole job.
     whole = {}
@@ -107,10 +110,11 @@ def main(argv=None) -> int:
 
     print(f"input: {len(paths)} WET files, {n_docs} documents, {mbytes:.1f} MB of text, "
           f"median {sizes[len(sizes) // 2] / 1e3:.1f} KB (p10 {sizes[len(sizes) // 10] / 1e3:.1f}, p90 {sizes[9 * len(sizes) // 10] / 1e3:.1f})")
-    print(f"{'stage':38s} {'seconds':>8s} {'docs/s':>9s} {'MB/s':>7s}")
+    print(f"{'stage':42s} {'seconds':>8s} {'docs/s':>9s} {'MB/s':>7s}")
     rows = [
         ("warcio read (alone)", t_read),
         ("dedup hashing: normalize + SHA-1 (alone)", t_hash),
+        ("quality signals (alone)", t_quality),
         ("fastText predict (alone)", t_lid),
         ("Parquet zstd write (alone)", t_write),
         ("sum of parts", parts),
@@ -118,7 +122,7 @@ def main(argv=None) -> int:
         ("whole job, 2 workers (total)", whole[2]),
     ]
     for name, seconds in rows:
-        print(f"{name:38s} {seconds:8.2f} {n_docs / seconds:9.0f} {mbytes / seconds:7.1f}")
+        print(f"{name:42s} {seconds:8.2f} {n_docs / seconds:9.0f} {mbytes / seconds:7.1f}")
     print(f"whole job per core with 2 workers: {n_docs / whole[2] / 2:.0f} docs/s/core")
     print(f"whole (1 worker) / sum of parts: {whole[1] / parts:.2f}  (target <= 1.3)")
     print(f"speed-up from 2 workers: {whole[1] / whole[2]:.2f}x")

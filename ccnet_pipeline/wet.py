@@ -62,11 +62,13 @@ class BadRecord:
 Item = Union[Document, BadRecord]
 
 
-def _gzip_members(stream: BinaryIO) -> Iterator[Tuple[int, Optional[bytes], str]]:
-    """(offset, decompressed bytes, "") per gzip member, or (offset, None, error) for a member
-    that fails; after a failure, reading resumes at the next member that holds a WARC record."""
+def _gzip_members(stream: BinaryIO, start: int) -> Iterator[Tuple[int, Optional[bytes], str]]:
+    """(offset, decompressed bytes, "") per gzip member from ``start`` on, or (offset, None,
+    error) for a member that fails; after a failure, reading resumes at the next member that
+    holds a WARC record."""
+    stream.seek(start)
     buffer = b""
-    base = 0  # file offset of buffer[0]
+    base = start  # file offset of buffer[0]
     exhausted = False
 
     def fill() -> bool:
@@ -103,7 +105,7 @@ def _gzip_members(stream: BinaryIO) -> Iterator[Tuple[int, Optional[bytes], str]
                 return candidate
             start = candidate + 1
 
-    offset = 0
+    offset = start
     while True:
         if offset - base >= len(buffer) and not fill():
             return
@@ -184,6 +186,53 @@ def _records(data: BinaryIO, cc_segment: str, base_offset: int) -> Iterator[Item
         yield BadRecord("malformed_record", cc_segment, base_offset, "", str(error)[:500], payload)
 
 
+def _members_from(stream: BinaryIO, cc_segment: str, start: int) -> Iterator[Item]:
+    """The robust path: gzip member by member from ``start``, quarantining broken members."""
+    for offset, data, error in _gzip_members(stream, start):
+        if data is None:
+            kind = "truncated_gzip" if error.startswith("file ends") else "corrupt_gzip"
+            yield BadRecord(kind, cc_segment, offset, "", error, b"")
+        else:
+            yield from _records(io.BytesIO(data), cc_segment, offset)
+
+
+def _member_complete(stream: BinaryIO, start: int) -> bool:
+    """Whether the gzip member at ``start`` ends before the file does (warcio does not check)."""
+    stream.seek(start)
+    decompressor = zlib.decompressobj(31)
+    try:
+        while not decompressor.eof:
+            chunk = stream.read(_FEED_BYTES)
+            if not chunk:
+                return False
+            decompressor.decompress(chunk)
+    except zlib.error:
+        return False
+    return True
+
+
+def _gzip_items(stream: BinaryIO, cc_segment: str) -> Iterator[Item]:
+    """warcio over the whole file (fast). Each record is held back until warcio has moved past
+    its gzip member, and the last member is checked whole; at the first error the member-by-member
+    path takes over from the start of the record not yet given out."""
+    resume_at = 0
+    pending: Optional[Item] = None
+    iterator = ArchiveIterator(stream, check_digests=False)
+    try:
+        for record in iterator:
+            item = _parse_record(record, cc_segment, iterator.get_record_offset)
+            if pending is not None:
+                yield pending
+            pending, resume_at = item, iterator.get_record_offset()
+        if _member_complete(stream, resume_at):
+            if pending is not None:
+                yield pending
+            return
+    except (ArchiveLoadFailed, ValueError, EOFError, zlib.error):
+        pass
+    yield from _members_from(stream, cc_segment, resume_at)
+
+
 def read_wet(stream: BinaryIO, cc_segment: str) -> Iterator[Tuple[int, Item]]:
     """(record index, Document or BadRecord) for every record of a WET file except warcinfo.
 
@@ -192,19 +241,8 @@ def read_wet(stream: BinaryIO, cc_segment: str) -> Iterator[Tuple[int, Item]]:
     """
     start = stream.read(len(GZIP_MAGIC))
     stream.seek(0)
-    if start != GZIP_MAGIC:
-        yield from enumerate(_records(stream, cc_segment, 0))
-        return
-    index = 0
-    for offset, data, error in _gzip_members(stream):
-        if data is None:
-            kind = "truncated_gzip" if error.startswith("file ends") else "corrupt_gzip"
-            yield index, BadRecord(kind, cc_segment, offset, "", error, b"")
-            index += 1
-            continue
-        for item in _records(io.BytesIO(data), cc_segment, offset):
-            yield index, item
-            index += 1
+    items = _gzip_items(stream, cc_segment) if start == GZIP_MAGIC else _records(stream, cc_segment, 0)
+    yield from enumerate(items)
 
 
 @dataclass(frozen=True)

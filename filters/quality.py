@@ -10,14 +10,40 @@ Signals (columns of every output row):
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import Dict, Optional
+
+import numpy as np
 
 from filters.document import Document
 
 SHORT_LINE = 30  # characters; a line below this is "very short" (as datatrove's FineWeb filter)
 TERMINAL_PUNCTUATION = frozenset(".!?。！？｡۔؟।॥։።፧…")
 CLOSING_QUOTES = frozenset("\"'”’»」』)")
+
+
+OTHER, LETTER, SPACE = 0, 1, 2
+
+
+@lru_cache(maxsize=1)
+def _char_classes() -> np.ndarray:
+    """Per code point: LETTER (str.isalpha), SPACE (str.isspace) or OTHER."""
+    classes = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if char.isalpha():
+            classes[code] = LETTER
+        elif char.isspace():
+            classes[code] = SPACE
+    return classes
+
+
+def _count_classes(text: str) -> np.ndarray:
+    """How many characters of ``text`` are OTHER, LETTER and SPACE, in one vectorized pass."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return np.bincount(_char_classes()[codes], minlength=3)
 
 
 def _ends_sentence(line: str) -> bool:
@@ -32,12 +58,12 @@ def quality_signals(doc: Document) -> Dict[str, float]:
     text = doc["raw_content"]
     lines = text.split("\n") if text else []
     n = len(lines)
-    non_space = sum(1 for c in text if not c.isspace())
-    letters = sum(1 for c in text if c.isalpha())
+    other, letters, spaces = _count_classes(text).tolist()
+    non_space = other + letters
     original = doc["original_nlines"]
     return {
         "duplicate_line_frac": (original - doc["nlines"]) / original if original else 0.0,
-        "mean_line_length": sum(len(line) for line in lines) / n if n else 0.0,
+        "mean_line_length": (len(text) - (n - 1)) / n if n else 0.0,  # lines are joined by one "\n"
         "terminal_punct_frac": sum(_ends_sentence(line) for line in lines) / n if n else 0.0,
         "non_alpha_frac": (non_space - letters) / non_space if non_space else 0.0,
         "short_line_frac": sum(len(line.strip()) < SHORT_LINE for line in lines) / n if n else 0.0,

@@ -130,3 +130,12 @@ def test_real_warc_given_as_wet_is_quarantined_not_fatal():
     with open(SHARED_DATA / "commoncrawl" / "CC-MAIN-2020-34-sample.warc.gz", "rb") as stream:
         items = list(read_wet(stream, "warc"))
     assert items and all(isinstance(item, BadRecord) and item.kind == "non_conversion" for _, item in items)
+
+
+def test_fast_path_and_member_path_agree():
+    from ccnet_pipeline.wet import _members_from
+
+    data = _wet_bytes([page(i, paragraphs("fr", 2, f"doc{'x' * i}")) for i in range(20)])
+    fast = [item for _, item in _read(data)]
+    robust = list(_members_from(io.BytesIO(data), "crawl-data/CC-MAIN-2019-09/segments/1/wet/test.warc.wet.gz", 0))
+    assert fast == robust and len(fast) == 20
