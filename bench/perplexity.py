@@ -20,6 +20,7 @@ import sentencepiece
 
 from ccnet_pipeline.cli import main as cli_main
 from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_reference_text, generate_sample
+from common import drop_lookup_tables
 from filters.perplexity import LanguageModel, model_paths
 from filters.train_lm import TrainLmConfig, train_language_model
 
@@ -37,6 +38,8 @@ def best_of(repeats, function):
 
 
 def mine_seconds(sample_dir: str, output: str, *extra: str) -> float:
+    """The mine job in this process, paying its one-time lookup tables as a fresh process would."""
+    drop_lookup_tables()
     argv = ["mine", "--input", os.path.join(sample_dir, "*.warc.wet.gz"), "--output", output,
             "--langs", "100", "--overwrite", "--direct_num_workers=1", *extra]
     stdout, sys.stdout = sys.stdout, io.StringIO()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
@@ -39,7 +40,9 @@ KEPT, DROPPED, BAD = "kept", "dropped", "bad"
 ROWS_PER_ROW_GROUP = 4096
 
 
+@lru_cache(maxsize=None)
 def counter(name: str):
+    """The Beam counter ``ccnet:<name>``, made once per name and process."""
     return Metrics.counter(NAMESPACE, name)
 
 

@@ -6,8 +6,8 @@ plain dict (typed as ``Document``): dicts pass through Beam's fast coders and st
 """
 from __future__ import annotations
 
+import re
 from typing import Optional, TypedDict
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 
@@ -64,6 +64,10 @@ FIELDS = tuple(ARROW_SCHEMA.names)
 assert FIELDS == tuple(Document.__annotations__), "schema and record must list the same fields"
 
 
+# The netloc of an absolute URL, as urllib.parse.urlsplit finds it (several times faster).
+_NETLOC = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
+
+
 def segment_name(path: str) -> str:
     """CCNet's cc_segment: the path from ``crawl-data/`` on, else the file name."""
     marker = path.find("crawl-data/")
@@ -79,7 +83,7 @@ def make_document(
         url=url,
         date_download=date_download,
         digest=digest,
-        source_domain=urlsplit(url).netloc,
+        source_domain=match.group(1) if (match := _NETLOC.match(url)) else "",
         title=title,
         raw_content=raw_content,
         length=len(raw_content),

@@ -56,21 +56,25 @@ def _lm_table() -> Dict[int, object]:
     return table
 
 
-_DELETE = np.uint32(0xFFFFFFFF)  # lookup-table marks: drop the character ...
-_EXPAND = np.uint32(0xFFFFFFFE)  # ... or map it to several characters (str.translate does those)
+_DELETE = np.uint32(0xFFFFFFFF)  # lookup-table mark: drop the character
+
+
+@lru_cache(maxsize=1)
+def _lm_expanding() -> tuple:
+    """The characters ``_lm_table`` maps to several characters."""
+    return tuple(chr(code) for code, value in _lm_table().items() if value is not None and len(value) > 1)
 
 
 @lru_cache(maxsize=1)
 def _lm_lookup() -> np.ndarray:
-    """``_lm_table`` as an array over every code point, for vectorized translation."""
+    """``_lm_table`` as an array over every code point, for vectorized translation (texts with
+    one of the ``_lm_expanding`` characters go through str.translate instead)."""
     lookup = np.arange(sys.maxunicode + 1, dtype=np.uint32)
     for code, value in _lm_table().items():
         if value is None:
             lookup[code] = _DELETE
         elif len(value) == 1:
             lookup[code] = ord(value)
-        else:
-            lookup[code] = _EXPAND
     return lookup
 
 
@@ -104,7 +108,7 @@ def normalize_lines_for_lm(text: str) -> List[str]:
     if joined.isascii():
         return joined.translate(_lm_table()).split("\n")  # str.translate's fast ASCII path
     joined = unicodedata.normalize("NFD", joined)
-    mapped = _lm_lookup()[np.frombuffer(joined.encode("utf-32-le"), dtype="<u4")]
-    if (mapped == _EXPAND).any():
+    if any(char in joined for char in _lm_expanding()):
         return joined.translate(_lm_table()).split("\n")
+    mapped = _lm_lookup()[np.frombuffer(joined.encode("utf-32-le"), dtype="<u4")]
     return mapped[mapped != _DELETE].tobytes().decode("utf-32-le").split("\n")
