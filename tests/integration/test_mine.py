@@ -138,12 +138,12 @@ def test_generated_sample_runs_and_loads_in_datasets_and_duckdb(sample, tmp_path
     assert set(dataset.column_names) >= {"url", "raw_content", "language", "perplexity", "bucket", "cc_segment"}
 
 
-def test_reruns_are_byte_identical_across_runners(sample, tmp_path):
-    mine(sample, tmp_path / "a", "--langs", "100")
-    mine(sample, tmp_path / "b", "--langs", "100", "--direct_num_workers=2", "--direct_running_mode=multi_processing")
+def test_reruns_are_byte_identical_across_runners(sample, lm_dir, tmp_path):
+    mine(sample, tmp_path / "a", "--langs", "100", "--lm-dir", str(lm_dir))
+    mine(sample, tmp_path / "b", "--langs", "100", "--lm-dir", str(lm_dir), "--direct_num_workers=2", "--direct_running_mode=multi_processing")
     a, b = _digests(tmp_path / "a"), _digests(tmp_path / "b")
     del a["manifest.json"], b["manifest.json"]  # holds the pipeline options, which differ
-    assert a == b and len(a) > 10
+    assert a == b and len(a) > 10 and "cutoffs.csv" in a
 
 
 def test_sample_generator_is_deterministic(tmp_path):
