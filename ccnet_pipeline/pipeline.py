@@ -31,13 +31,15 @@ from filters.perplexity import Cutoffs, available_languages, format_cutoffs, rea
 DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism, which fails offline
 
 
-def list_segments(pattern: str) -> List[str]:
-    """The sorted files matching a glob; their order numbers the segments."""
-    matches = FileSystems.match([pattern])[0].metadata_list
-    paths = sorted(m.path for m in matches if not m.path.endswith("/"))
-    if not paths:
-        raise FileNotFoundError(f"the input glob matches no file: {pattern}")
-    return paths
+def list_segments(patterns: Sequence[str]) -> List[str]:
+    """The sorted files matching the globs; their order numbers the segments."""
+    paths = set()
+    for pattern, result in zip(patterns, FileSystems.match(list(patterns))):
+        matched = [m.path for m in result.metadata_list if not m.path.endswith("/")]
+        if not matched:
+            raise FileNotFoundError(f"the input glob matches no file: {pattern}")
+        paths.update(matched)
+    return sorted(paths)
 
 
 def build(pipeline: beam.Pipeline, config: MineConfig, segments: Sequence[str], options: Dict) -> None:

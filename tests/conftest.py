@@ -39,7 +39,17 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 def paragraphs(language: str, count: int, tag: str) -> str:
     """``count`` distinct lines of one language; ``tag`` (letters: dedup maps digits to 0)
     makes them unique to one document."""
-    return "\n".join(f"{TEXT[language]} ({tag}, paragraph {'abcdefghij'[i]})" for i in range(count))
+    return "\n".join(f"{TEXT[language]} ({tag}, paragraph {letters(i)})" for i in range(count))
+
+
+def letters(number: int) -> str:
+    """0 -> "a", 25 -> "z", 26 -> "ba": a counter that dedup's digit folding cannot merge."""
+    word = ""
+    while True:
+        number, rest = divmod(number, 26)
+        word = chr(ord("a") + rest) + word
+        if number == 0:
+            return word
 
 
 def page(number: int, text: str, title: str = "A title") -> WetPage:
