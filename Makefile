@@ -6,6 +6,10 @@ PY       := $(VENV)/bin/python
 # Languages to keep: `100` (all of XLM-R's) or a comma list. The default fits the generated sample.
 LANGS    ?= en,de,fr,es,ru,zh,ar,hi,ja,vi,ur,is
 INPUT    ?=
+# A CommonCrawl dump to download and mine instead: make corpus LANGS=100 DUMP=CC-MAIN-2019-09 SEGMENTS=4
+DUMP     ?=
+SEGMENTS ?= 1
+CACHE    ?= data/commoncrawl
 OUT      ?= out/corpus
 SAMPLE   ?= out/sample
 # Reference language models (<lang>.sp.model + <lang>.arpa.bin). For the generated sample they are
@@ -64,7 +68,10 @@ lm: $(KENLM_DIR)/bin/lmplz
 		else echo "$$lang: no $(TEXT_DIR)/$$lang.txt, no model"; fi; \
 	done
 
-ifeq ($(strip $(INPUT)),)
+ifneq ($(strip $(DUMP)),)
+corpus: $(VENV)/.installed
+	$(PY) -m ccnet_pipeline mine --dump $(DUMP) --segments $(SEGMENTS) --cache $(CACHE) --output $(OUT) --langs $(LANGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
+else ifeq ($(strip $(INPUT)),)
 SAMPLE_LM := $(if $(LM_DIR),$(LM_DIR),out/lm)
 corpus: $(SAMPLE)/.done $(KENLM_DIR)/bin/lmplz
 	$(MAKE) --no-print-directory lm LANGS=$(LANGS) TEXT_DIR=$(SAMPLE)/reference LM_DIR=$(SAMPLE_LM)

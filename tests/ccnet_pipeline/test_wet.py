@@ -3,7 +3,7 @@ import io
 
 import pytest
 
-from ccnet_pipeline.wet import BadRecord, WetPage, raw_record, read_wet, write_wet
+from ccnet_pipeline.wet import BadRecord, WetPage, raw_record, read_segment, write_wet
 from tests.conftest import SHARED_DATA, page, paragraphs
 
 
@@ -14,7 +14,7 @@ def _wet_bytes(items):
 
 
 def _read(data: bytes):
-    return list(read_wet(io.BytesIO(data), "crawl-data/CC-MAIN-2019-09/segments/1/wet/test.warc.wet.gz"))
+    return list(read_segment(io.BytesIO(data), "crawl-data/CC-MAIN-2019-09/segments/1/wet/test.warc.wet.gz"))
 
 
 def _headers(length, kind="conversion", **extra):
@@ -114,7 +114,7 @@ def test_uncompressed_wet_is_read_too():
 @pytest.mark.skipif(not (SHARED_DATA / "commoncrawl").is_dir(), reason="../shared/data/commoncrawl absent")
 def test_real_commoncrawl_wet():
     with open(SHARED_DATA / "commoncrawl" / "CC-MAIN-2024-22-sample.warc.wet.gz", "rb") as stream:
-        items = list(read_wet(stream, "CC-MAIN-2024-22-sample.warc.wet.gz"))
+        items = list(read_segment(stream, "CC-MAIN-2024-22-sample.warc.wet.gz"))
     assert len(items) == 1
     doc = items[0][1]
     assert doc["url"] == "https://an.wikipedia.org/wiki/Escopete"
@@ -128,7 +128,7 @@ def test_real_commoncrawl_wet():
 @pytest.mark.skipif(not (SHARED_DATA / "commoncrawl").is_dir(), reason="../shared/data/commoncrawl absent")
 def test_real_warc_given_as_wet_is_quarantined_not_fatal():
     with open(SHARED_DATA / "commoncrawl" / "CC-MAIN-2020-34-sample.warc.gz", "rb") as stream:
-        items = list(read_wet(stream, "warc"))
+        items = list(read_segment(stream, "warc"))
     assert items and all(isinstance(item, BadRecord) and item.kind == "non_conversion" for _, item in items)
 
 
@@ -137,5 +137,5 @@ def test_fast_path_and_member_path_agree():
 
     data = _wet_bytes([page(i, paragraphs("fr", 2, f"doc{'x' * i}")) for i in range(20)])
     fast = [item for _, item in _read(data)]
-    robust = list(_members_from(io.BytesIO(data), "crawl-data/CC-MAIN-2019-09/segments/1/wet/test.warc.wet.gz", 0))
+    robust = list(_members_from(io.BytesIO(data), "crawl-data/CC-MAIN-2019-09/segments/1/wet/test.warc.wet.gz", 0, "wet"))
     assert fast == robust and len(fast) == 20
