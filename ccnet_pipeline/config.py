@@ -5,7 +5,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from ccnet_pipeline.wet import FORMATS
+from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DedupConfig
 from filters.perplexity import BucketConfig
 from filters.quality import QualityConfig
@@ -22,15 +22,13 @@ class MineConfig:
     lm_dir: Optional[str] = None  # <lang>.sp.model + <lang>.arpa.bin; None: no perplexity, bucket "all"
     buckets: BucketConfig = BucketConfig()  # head/tail percentiles
     cutoffs_file: Optional[str] = None  # a CCNet cutoff.csv; None: cutoffs computed from the data
-    format: str = "wet"  # "wet", or "warc": the main text of HTML responses, charset honoured
+    read: ReadConfig = ReadConfig()  # input format and record-size cap
     segments_per_shard: int = 1  # input segments whose documents share one Parquet file per language
     keep_dropped: bool = False  # also write dropped documents to quarantine/dropped/<reason>/
 
     def __post_init__(self):
         if not self.input or not all(self.input):
             raise ValueError("--input is required: a glob of WET files")
-        if self.format not in FORMATS:
-            raise ValueError(f"--format must be one of {FORMATS}, got {self.format!r}")
         if self.cutoffs_file and not self.lm_dir:
             raise ValueError("--cutoffs needs --lm-dir: cutoffs bucket perplexities")
         if self.segments_per_shard < 1:

@@ -45,7 +45,7 @@ def list_segments(patterns: Sequence[str]) -> List[str]:
 def build(pipeline: beam.Pipeline, config: MineConfig, segments: Sequence[str], options: Dict) -> None:
     """Add the mine job to ``pipeline``."""
     paths = pipeline | "Segments" >> beam.Create(list(enumerate(segments)))
-    deduped = paths | "Deduplicate" >> Deduplicate(config.dedup, config.format)
+    deduped = paths | "Deduplicate" >> Deduplicate(config.dedup, config.read)
     scored = deduped[KEPT] | "QualitySignals" >> QualitySignals(config.quality)
     identified = scored[KEPT] | "LanguageId" >> LanguageId(config.lid)
     docs = identified[KEPT]

@@ -22,7 +22,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from ccnet_pipeline.wet import BadRecord, read_segment
+from ccnet_pipeline.wet import BadRecord, ReadConfig
 from filters.dedup import (
     DedupConfig,
     find_removed_lines,
@@ -30,7 +30,7 @@ from filters.dedup import (
     removed_lines_by_record,
     segment_line_hashes,
 )
-from filters.document import ARROW_SCHEMA, segment_name
+from filters.document import ARROW_SCHEMA
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, LanguageModels, bucket
 from filters.quality import QualityConfig, quality_drop_reason, quality_signals
 from lid.model import LanguageIdentifier, LidConfig
@@ -71,16 +71,16 @@ def write_atomically(path: str, write) -> None:
 class HashSegment(beam.DoFn):
     """Pass 1: per segment, (bucket, (segment index, hashes, positions)) for every hash bucket."""
 
-    def __init__(self, buckets: int, fmt: str):
+    def __init__(self, buckets: int, read: ReadConfig):
         self.buckets = buckets
-        self.fmt = fmt
+        self.read = read
 
     def process(self, segment: Tuple[int, str]):
         index, path = segment
         with open_segment(path) as stream:
             records = (
                 (record, item["raw_content"])
-                for record, item in read_segment(stream, segment_name(path), self.fmt)
+                for record, item in self.read.segment(stream, path)
                 if not isinstance(item, BadRecord)
             )
             parts = segment_line_hashes(records, self.buckets)
@@ -98,9 +98,9 @@ def find_duplicates(bucket_parts: Tuple[int, Iterable], mode: str):
 class RemoveDuplicateLines(beam.DoFn):
     """Pass 2: reread a segment, drop the lines found duplicated, then too-short documents."""
 
-    def __init__(self, min_len: int, fmt: str):
+    def __init__(self, min_len: int, read: ReadConfig):
         self.min_len = min_len
-        self.fmt = fmt
+        self.read = read
         self.segments = counter("read/segments")
         self.documents = counter("read/documents")
         self.lines_in = counter("dedup/lines_in")
@@ -118,7 +118,7 @@ class RemoveDuplicateLines(beam.DoFn):
         )
         self.segments.inc()
         with open_segment(path) as stream:
-            for record, item in read_segment(stream, segment_name(path), self.fmt):
+            for record, item in self.read.segment(stream, path):
                 if isinstance(item, BadRecord):
                     counter(f"read/bad/{item.kind}").inc()
                     yield beam.pvalue.TaggedOutput(BAD, item)
@@ -140,24 +140,23 @@ class RemoveDuplicateLines(beam.DoFn):
 class Deduplicate(beam.PTransform):
     """(segment index, path) -> documents without duplicated lines, as CCNet: hash every line
     (pass 1), shuffle the hashes by bucket to find the duplicated ones, reread and filter each
-    segment (pass 2). No worker holds more than one bucket of hashes or one segment's removals.
-    ``fmt`` is the input format: "wet", or "warc" for the main text of HTML responses."""
+    segment (pass 2). No worker holds more than one bucket of hashes or one segment's removals."""
 
-    def __init__(self, config: DedupConfig, fmt: str = "wet"):
+    def __init__(self, config: DedupConfig, read: ReadConfig = None):
         super().__init__()
         self.config = config
-        self.fmt = fmt
+        self.read = read or ReadConfig()
 
     def expand(self, segments):
         removed = (
             segments
-            | "HashLines" >> beam.ParDo(HashSegment(self.config.hash_buckets, self.fmt))
+            | "HashLines" >> beam.ParDo(HashSegment(self.config.hash_buckets, self.read))
             | "GroupByBucket" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.FlatMap(find_duplicates, self.config.mode)
         )
         return {"path": segments, "removed": removed} | "JoinBySegment" >> beam.CoGroupByKey() | (
             "RemoveLines"
-            >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.fmt)).with_outputs(DROPPED, BAD, main=KEPT)
+            >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.read)).with_outputs(DROPPED, BAD, main=KEPT)
         )
 
 

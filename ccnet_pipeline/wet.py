@@ -13,16 +13,17 @@ import base64
 import gzip
 import hashlib
 import io
+import re
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Dict, Iterable, Iterator, Optional, Tuple, Union
+from typing import BinaryIO, Dict, Iterable, Iterator, Optional, Tuple, Union
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.warcwriter import WARCWriter
 
 from ccnet_pipeline.html import html_to_text
-from filters.document import Document, make_document
+from filters.document import Document, make_document, segment_name
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _FEED_BYTES = 32 * 1024  # small feeds keep zlib's copy of unused input small
@@ -31,15 +32,23 @@ QUARANTINE_PAYLOAD_BYTES = 64 * 1024  # how much of a bad record's bytes the qua
 
 FORMATS = ("wet", "warc")
 BAD_KINDS = (
-    "corrupt_gzip",  # a gzip member that does not decompress
+    "empty_file",  # a zero-length file
+    "corrupt_gzip",  # a gzip member that does not decompress (garbage bytes included)
     "truncated_gzip",  # the file ends inside a gzip member
     "malformed_record",  # bytes that do not parse as a WARC record
-    "missing_header",  # a conversion record without WARC-Target-URI or WARC-Date
-    "non_conversion",  # a record other than warcinfo/conversion inside a WET file
+    "unsupported_version",  # a WET record whose version is not WARC/1.0 or 1.1 (e.g. WARC/0.18)
+    "missing_header",  # a record without WARC-Target-URI or WARC-Date
+    "non_conversion",  # a record other than warcinfo/conversion inside a WET file (a WARC given as WET)
+    "record_too_large",  # content longer than the configured cap; not read into memory
     "truncated_record",  # fewer content bytes than Content-Length announces
-    "invalid_utf8",  # content that is not UTF-8
+    "wrong_content_length",  # a Content-Length that ends the record before its gzip member does
+    "invalid_utf8",  # WET content that is not UTF-8
+    "html_in_wet",  # a WET record holding HTML markup instead of extracted text
     "empty_record",  # no text at all
+    "duplicate_record_id",  # a WARC-Record-ID seen before in the same file
 )
+DEFAULT_MAX_RECORD_BYTES = 32 * 1024 * 1024
+_HTML = re.compile(rb"<(?:!doctype\s+html|html|head|body|div|script)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -138,77 +147,6 @@ def _gzip_members(stream: BinaryIO, start: int) -> Iterator[Tuple[int, Optional[
             buffer, base = buffer[offset - base :], offset
 
 
-def _parse_record(record, cc_segment: str, offset: Callable[[], int], fmt: str) -> Optional[Item]:
-    """A Document or BadRecord for one warcio record; None for a record the format skips
-    (warcinfo; in WARC input requests, metadata and non-HTML responses). ``offset`` is called
-    only for a bad record, after its content is read (warcio's offset consumes the record)."""
-    headers = record.rec_headers
-    record_id = headers.get_header("WARC-Record-ID") or ""
-    content = record.content_stream().read()
-
-    def bad(kind: str, detail: str) -> BadRecord:
-        raw = headers.to_bytes() + content
-        return BadRecord(kind, cc_segment, offset(), record_id, detail, raw[:QUARANTINE_PAYLOAD_BYTES])
-
-    if record.rec_type == "warcinfo":
-        return None
-    wanted = "conversion" if fmt == "wet" else "response"
-    if record.rec_type != wanted:
-        return None if fmt == "warc" else bad("non_conversion", f"WARC-Type {record.rec_type!r} in a WET file")
-    if fmt == "warc":
-        content_type = record.http_headers.get_header("Content-Type", "") if record.http_headers else ""
-        if "html" not in content_type.lower():
-            return None
-    url = headers.get_header("WARC-Target-URI")
-    date = headers.get_header("WARC-Date")
-    if not url or not date:
-        return bad("missing_header", f"{wanted} record without WARC-Target-URI or WARC-Date")
-    declared = headers.get_header("Content-Length")
-    if fmt == "wet" and declared is not None and declared.isdigit() and len(content) < int(declared):
-        return bad("truncated_record", f"{len(content)} content bytes, Content-Length {declared}")
-    if fmt == "warc":
-        title, body = html_to_text(content, content_type)
-        digest = "sha1:" + base64.b32encode(hashlib.sha1(body.encode("utf-8")).digest()).decode("ascii")
-    else:
-        try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError as error:
-            return bad("invalid_utf8", str(error))
-        digest = headers.get_header("WARC-Block-Digest") or (
-            "sha1:" + base64.b32encode(hashlib.sha1(content).digest()).decode("ascii")
-        )
-        # CCNet: the first line of a WET record is the page title, the rest is the text.
-        title, _, body = text.strip("\n").partition("\n")
-    if not body.strip() and not title.strip():
-        return bad("empty_record", "no text")
-    return make_document(
-        url=url, date_download=date, digest=digest, title=title, raw_content=body, cc_segment=cc_segment
-    )
-
-
-def _records(data: BinaryIO, cc_segment: str, base_offset: int, fmt: str) -> Iterator[Item]:
-    try:
-        iterator = ArchiveIterator(data, check_digests=False)
-        for record in iterator:
-            item = _parse_record(record, cc_segment, lambda: base_offset + iterator.get_record_offset(), fmt)
-            if item is not None:
-                yield item
-    except (ArchiveLoadFailed, ValueError, EOFError, zlib.error) as error:
-        data.seek(0)
-        payload = data.read(QUARANTINE_PAYLOAD_BYTES)
-        yield BadRecord("malformed_record", cc_segment, base_offset, "", str(error)[:500], payload)
-
-
-def _members_from(stream: BinaryIO, cc_segment: str, start: int, fmt: str) -> Iterator[Item]:
-    """The robust path: gzip member by member from ``start``, quarantining broken members."""
-    for offset, data, error in _gzip_members(stream, start):
-        if data is None:
-            kind = "truncated_gzip" if error.startswith("file ends") else "corrupt_gzip"
-            yield BadRecord(kind, cc_segment, offset, "", error, b"")
-        else:
-            yield from _records(io.BytesIO(data), cc_segment, offset, fmt)
-
-
 def _member_complete(stream: BinaryIO, start: int) -> bool:
     """Whether the gzip member at ``start`` ends before the file does (warcio does not check)."""
     stream.seek(start)
@@ -224,41 +162,185 @@ def _member_complete(stream: BinaryIO, start: int) -> bool:
     return True
 
 
-def _gzip_items(stream: BinaryIO, cc_segment: str, fmt: str) -> Iterator[Item]:
-    """warcio over the whole file (fast). Each record is held back until warcio has moved past
-    its gzip member, and the last member is checked whole; at the first error the member-by-member
-    path takes over from the start of the record not yet given out."""
-    resume_at = 0
-    pending: Optional[Item] = None
-    iterator = ArchiveIterator(stream, check_digests=False)
-    try:
-        for record in iterator:
-            item = _parse_record(record, cc_segment, iterator.get_record_offset, fmt)
-            if pending is not None:
-                yield pending
-            pending, resume_at = item, iterator.get_record_offset()
-        if _member_complete(stream, resume_at):
-            if pending is not None:
-                yield pending
+class _ArchiveIterator(ArchiveIterator):
+    """warcio's iterator without its stderr warning for a record not followed by a blank line:
+    the reader counts that case (``err_count``) as a wrong Content-Length instead."""
+
+    INC_RECORD = ""
+
+
+# Internally a record travels as (WARC-Record-ID, offset, item); the id check needs both.
+Entry = Tuple[str, int, Optional[Item]]
+
+
+class SegmentReader:
+    """Reads one file; holds the format, the record-size cap and the ids seen so far."""
+
+    def __init__(self, cc_segment: str, fmt: str = "wet", max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES):
+        if fmt not in FORMATS:
+            raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+        self.cc_segment = cc_segment
+        self.fmt = fmt
+        self.max_record_bytes = max_record_bytes
+
+    def bad(self, kind: str, offset: int, detail: str, payload: bytes = b"", record_id: str = "") -> BadRecord:
+        return BadRecord(kind, self.cc_segment, offset, record_id, detail, payload[:QUARANTINE_PAYLOAD_BYTES])
+
+    def parse(self, record, iterator: "_ArchiveIterator", base_offset: int) -> Entry:
+        """One warcio record as an entry; its item is None for a record the format skips
+        (warcinfo; in WARC input requests, metadata and non-HTML responses)."""
+        errors_before = iterator.err_count
+
+        def offset() -> int:  # only once the content is read: warcio's offset consumes the record
+            return base_offset + iterator.get_record_offset()
+
+        headers = record.rec_headers
+        record_id = headers.get_header("WARC-Record-ID") or ""
+        declared = headers.get_header("Content-Length") or ""
+        if declared.isdigit() and int(declared) > self.max_record_bytes:
+            stream = record.content_stream()
+            while stream.read(1 << 20):  # drained, never held whole
+                pass
+            detail = f"Content-Length {declared} over the cap of {self.max_record_bytes} bytes"
+            return record_id, offset(), self.bad("record_too_large", offset(), detail, headers.to_bytes(), record_id)
+        content = record.content_stream().read()
+        where = offset()
+
+        def bad(kind: str, detail: str) -> Entry:
+            return record_id, where, self.bad(kind, where, detail, headers.to_bytes() + content, record_id)
+
+        if iterator.err_count > errors_before:  # warcio found no blank line where the record should end
+            return bad("wrong_content_length", f"Content-Length {declared} ends the record before its data does")
+        if record.rec_type == "warcinfo":
+            return record_id, where, None
+        if self.fmt == "wet" and headers.protocol not in ("WARC/1.0", "WARC/1.1"):
+            return bad("unsupported_version", f"{headers.protocol} record in a WET file")
+        wanted = "conversion" if self.fmt == "wet" else "response"
+        if record.rec_type != wanted:
+            if self.fmt == "warc":
+                return record_id, where, None
+            return bad("non_conversion", f"WARC-Type {record.rec_type!r} in a WET file")
+        content_type = ""
+        if self.fmt == "warc":
+            content_type = record.http_headers.get_header("Content-Type", "") if record.http_headers else ""
+            if "html" not in content_type.lower():
+                return record_id, where, None
+        url = headers.get_header("WARC-Target-URI")
+        date = headers.get_header("WARC-Date")
+        if not url or not date:
+            return bad("missing_header", f"{wanted} record without WARC-Target-URI or WARC-Date")
+        if self.fmt == "wet" and declared.isdigit() and len(content) < int(declared):
+            return bad("truncated_record", f"{len(content)} content bytes, Content-Length {declared}")
+        if self.fmt == "warc":
+            title, body = html_to_text(content, content_type)
+            digest = "sha1:" + base64.b32encode(hashlib.sha1(body.encode("utf-8")).digest()).decode("ascii")
+        else:
+            try:
+                text = content.decode("utf-8")
+            except UnicodeDecodeError as error:
+                return bad("invalid_utf8", str(error))
+            if _HTML.search(content, 0, 2048):
+                return bad("html_in_wet", "HTML markup in a conversion record")
+            digest = headers.get_header("WARC-Block-Digest") or (
+                "sha1:" + base64.b32encode(hashlib.sha1(content).digest()).decode("ascii")
+            )
+            # CCNet: the first line of a WET record is the page title, the rest is the text.
+            title, _, body = text.strip("\n").partition("\n")
+        if not body.strip() and not title.strip():
+            return bad("empty_record", "no text")
+        doc = make_document(
+            url=url, date_download=date, digest=digest, title=title, raw_content=body, cc_segment=self.cc_segment
+        )
+        return record_id, where, doc
+
+    def records(self, data: BinaryIO, base_offset: int) -> Iterator[Entry]:
+        """warcio over ``data`` (a plain file or one decompressed member); unparsable bytes
+        become one malformed_record."""
+        try:
+            iterator = _ArchiveIterator(data, check_digests=False)
+            for record in iterator:
+                yield self.parse(record, iterator, base_offset)
+        except (ArchiveLoadFailed, ValueError, EOFError, zlib.error) as error:
+            data.seek(0)
+            payload = data.read(QUARANTINE_PAYLOAD_BYTES)
+            yield "", base_offset, self.bad("malformed_record", base_offset, str(error)[:500], payload)
+
+    def members_from(self, stream: BinaryIO, start: int) -> Iterator[Entry]:
+        """The robust path: gzip member by member from ``start``, quarantining broken members."""
+        for offset, data, error in _gzip_members(stream, start):
+            if data is None:
+                kind = "truncated_gzip" if error.startswith("file ends") else "corrupt_gzip"
+                yield "", offset, self.bad(kind, offset, error)
+            else:
+                yield from self.records(io.BytesIO(data), offset)
+
+    def gzip_entries(self, stream: BinaryIO) -> Iterator[Entry]:
+        """warcio over the whole file (fast). Each record is held back until warcio has moved
+        past its gzip member, and the last member is checked whole; at the first error the
+        member-by-member path takes over from the start of the record not yet given out."""
+        resume_at = 0
+        pending: Optional[Entry] = None
+        iterator = _ArchiveIterator(stream, check_digests=False)
+        try:
+            for record in iterator:
+                entry = self.parse(record, iterator, 0)
+                if pending is not None:
+                    yield pending
+                pending, resume_at = entry, entry[1]
+            if _member_complete(stream, resume_at):
+                if pending is not None:
+                    yield pending
+                return
+        except (ArchiveLoadFailed, ValueError, EOFError, zlib.error):
+            pass
+        yield from self.members_from(stream, resume_at)
+
+    def read(self, stream: BinaryIO) -> Iterator[Tuple[int, Item]]:
+        start = stream.read(len(GZIP_MAGIC))
+        stream.seek(0)
+        if not start:
+            yield 0, self.bad("empty_file", 0, "zero-length file")
             return
-    except (ArchiveLoadFailed, ValueError, EOFError, zlib.error):
-        pass
-    yield from _members_from(stream, cc_segment, resume_at, fmt)
+        entries = self.gzip_entries(stream) if start == GZIP_MAGIC else self.records(stream, 0)
+        seen = set()
+        index = 0
+        for record_id, offset, item in entries:
+            if item is None:
+                continue
+            if record_id and record_id in seen and not isinstance(item, BadRecord):
+                payload = item["raw_content"].encode("utf-8")
+                item = self.bad("duplicate_record_id", offset, f"{record_id} seen before in this file", payload, record_id)
+            seen.add(record_id)
+            yield index, item
+            index += 1
 
 
-def read_segment(stream: BinaryIO, cc_segment: str, fmt: str = "wet") -> Iterator[Tuple[int, Item]]:
+@dataclass(frozen=True)
+class ReadConfig:
+    format: str = "wet"  # "wet", or "warc": the main text of HTML responses, charset honoured
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # larger records are quarantined unread
+
+    def __post_init__(self):
+        if self.format not in FORMATS:
+            raise ValueError(f"--format must be one of {FORMATS}, got {self.format!r}")
+        if self.max_record_bytes < 1:
+            raise ValueError("max_record_bytes must be >= 1")
+
+    def segment(self, stream: BinaryIO, path: str) -> Iterator[Tuple[int, Item]]:
+        """``read_segment`` of the file at ``path`` (open as ``stream``)."""
+        return read_segment(stream, segment_name(path), self.format, self.max_record_bytes)
+
+
+def read_segment(
+    stream: BinaryIO, cc_segment: str, fmt: str = "wet", max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+) -> Iterator[Tuple[int, Item]]:
     """(record index, Document or BadRecord) for every record of a WET file except warcinfo,
     or with ``fmt="warc"`` for every HTML response of a WARC file.
 
     ``stream`` must be a seekable binary file; gzip (multi-member, as CommonCrawl writes it)
     or plain WARC. Indices count from 0 in file order and are the same on every read.
     """
-    start = stream.read(len(GZIP_MAGIC))
-    stream.seek(0)
-    if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
-    items = _gzip_items(stream, cc_segment, fmt) if start == GZIP_MAGIC else _records(stream, cc_segment, 0, fmt)
-    yield from enumerate(items)
+    return SegmentReader(cc_segment, fmt, max_record_bytes).read(stream)
 
 
 @dataclass(frozen=True)

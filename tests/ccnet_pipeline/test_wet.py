@@ -7,9 +7,9 @@ from ccnet_pipeline.wet import BadRecord, WetPage, raw_record, read_segment, wri
 from tests.conftest import SHARED_DATA, page, paragraphs
 
 
-def _wet_bytes(items):
+def _wet_bytes(items, name="test.warc.wet.gz"):
     stream = io.BytesIO()
-    write_wet(stream, items, "test.warc.wet.gz")
+    write_wet(stream, items, name)
     return stream.getvalue()
 
 
@@ -98,7 +98,7 @@ def test_file_ending_inside_a_member():
 
 def test_garbage_between_members_is_skipped():
     data = _wet_bytes([page(0, "zero")])
-    tail = _wet_bytes([page(1, "one")])
+    tail = _wet_bytes([page(1, "one")], name="other.warc.wet.gz")
     items = _read(data + b"\x1f\x8b\x08 not really gzip" + b"garbage" * 100 + tail)
     kinds = [getattr(item, "kind", item.get("url") if isinstance(item, dict) else None) for _, item in items]
     assert kinds[0] == "https://example0.org/page/0"
@@ -133,9 +133,10 @@ def test_real_warc_given_as_wet_is_quarantined_not_fatal():
 
 
 def test_fast_path_and_member_path_agree():
-    from ccnet_pipeline.wet import _members_from
+    from ccnet_pipeline.wet import SegmentReader
 
     data = _wet_bytes([page(i, paragraphs("fr", 2, f"doc{'x' * i}")) for i in range(20)])
     fast = [item for _, item in _read(data)]
-    robust = list(_members_from(io.BytesIO(data), "crawl-data/CC-MAIN-2019-09/segments/1/wet/test.warc.wet.gz", 0, "wet"))
+    reader = SegmentReader("crawl-data/CC-MAIN-2019-09/segments/1/wet/test.warc.wet.gz")
+    robust = [item for _, _, item in reader.members_from(io.BytesIO(data), 0) if item is not None]
     assert fast == robust and len(fast) == 20
