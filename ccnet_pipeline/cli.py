@@ -134,7 +134,14 @@ def _prepare_output(output: str, overwrite: bool) -> None:
 
 def _check_language_models(lm_dir: str) -> None:
     """Every model pair in ``lm_dir`` loads: a missing half or a corrupt file fails here,
-    not on a worker. (KenLM binaries are memory-mapped, so this is quick.)"""
+    not on a worker. (KenLM binaries are memory-mapped, so this is quick.) On shared storage
+    the pairs are only listed: workers fetch each language when they first need it."""
+    from ccnet_pipeline.transforms import is_remote, remote_languages
+
+    if is_remote(lm_dir):
+        if not remote_languages(lm_dir):
+            raise ValueError(f"{lm_dir} holds no <lang>.sp.model + <lang>.arpa.bin pair")
+        return
     languages = available_languages(lm_dir)
     names = os.listdir(lm_dir)
     halves = sorted(
@@ -160,7 +167,9 @@ def _mine(args, beam_args: List[str]) -> int:
             threshold=args.lang_threshold,
             languages=languages,
         )
-        LanguageIdentifier(lid.model_path).model  # a corrupt model fails here, not on a worker
+        from ccnet_pipeline.transforms import localize
+
+        LanguageIdentifier(localize(lid.model_path)).model  # a missing or corrupt model fails here, not on a worker
         config = MineConfig(
             input=inputs,
             output=args.output.rstrip("/"),

@@ -24,6 +24,9 @@ from ccnet_pipeline.transforms import (
     Quarantine,
     WriteDropped,
     WriteShards,
+    is_remote,
+    localize,
+    remote_languages,
     write_atomically,
 )
 from filters.perplexity import Cutoffs, available_languages, format_cutoffs, read_cutoffs
@@ -69,8 +72,8 @@ def build(pipeline: beam.Pipeline, config: MineConfig, segments: Sequence[str], 
 
 def load_cutoffs(config: MineConfig) -> Cutoffs:
     """The cutoff.csv's columns for the languages that have a model in ``lm_dir``."""
-    with_model = set(available_languages(config.lm_dir))
-    return {lang: values for lang, values in read_cutoffs(config.cutoffs_file).items() if lang in with_model}
+    with_model = set(remote_languages(config.lm_dir) if is_remote(config.lm_dir) else available_languages(config.lm_dir))
+    return {lang: values for lang, values in read_cutoffs(localize(config.cutoffs_file)).items() if lang in with_model}
 
 
 def write_cutoffs(cutoffs: Cutoffs, output: str) -> None:

@@ -8,8 +8,11 @@ tagged output ``dropped`` as ``(order, (reason, Document))``, bad input on ``bad
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
+import tempfile
 import uuid
 from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Tuple
@@ -31,7 +34,7 @@ from filters.dedup import (
     segment_line_hashes,
 )
 from filters.document import ARROW_SCHEMA
-from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, LanguageModels, bucket
+from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, LanguageModels, bucket, model_paths
 from filters.quality import QualityConfig, quality_drop_reason, quality_signals
 from lid.model import LanguageIdentifier, LidConfig
 
@@ -63,6 +66,38 @@ def write_atomically(path: str, write) -> None:
     with FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
         write(stream)
     FileSystems.rename([temporary], [path])  # replaces an older file of the same name
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def localize(path: str) -> str:
+    """A local copy of a file on shared storage (gs://, s3://, hdfs://...), fetched once per
+    worker into the temporary folder; a local path as it is. fastText, SentencePiece and KenLM
+    read local files only."""
+    if not is_remote(path):
+        return path
+    folder = os.path.join(tempfile.gettempdir(), "xlmr-corpus-models")
+    os.makedirs(folder, exist_ok=True)
+    local = os.path.join(folder, hashlib.sha1(path.encode()).hexdigest()[:16] + "-" + path.rsplit("/", 1)[-1])
+    if not os.path.exists(local):
+        fetch_file(path, local)
+    return local
+
+
+def fetch_file(path: str, local: str) -> None:
+    """Copy ``path`` from any Beam filesystem to the local file ``local``, atomically."""
+    temporary = f"{local}.{uuid.uuid4().hex}.tmp"
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as source, open(temporary, "wb") as out:
+        shutil.copyfileobj(source, out, 1 << 22)
+    os.replace(temporary, local)
+
+
+def remote_languages(lm_dir: str) -> Tuple[str, ...]:
+    """The languages with a .sp.model and a .arpa.bin under ``lm_dir`` on shared storage."""
+    names = {m.path.rsplit("/", 1)[-1] for m in FileSystems.match([f"{lm_dir}/*"])[0].metadata_list}
+    return tuple(sorted(n[: -len(".sp.model")] for n in names if n.endswith(".sp.model") and n.replace(".sp.model", ".arpa.bin") in names))
 
 
 # --- Deduplicate -------------------------------------------------------------------------
@@ -202,7 +237,7 @@ class PredictLanguage(beam.DoFn):
         self.not_selected = counter("lid/dropped/not_selected")
 
     def setup(self):
-        self.identifier = LanguageIdentifier(self.config.model_path)
+        self.identifier = LanguageIdentifier(localize(self.config.model_path))
         self.identifier.model  # load once per worker, now rather than on the first document
 
     def process(self, element):
@@ -242,10 +277,22 @@ class ScorePerplexity(beam.DoFn):
         self.no_model = counter("perplexity/no_model")
 
     def setup(self):
-        self.models = LanguageModels(self.lm_dir)  # each language's pair loads on first use
+        if is_remote(self.lm_dir):  # fetched language by language, on first use
+            self.models = LanguageModels(tempfile.mkdtemp(prefix="lm-"), remote_languages(self.lm_dir))
+            self.fetched = set()
+        else:
+            self.models = LanguageModels(self.lm_dir)  # each language's pair loads on first use
+
+    def fetch(self, language: str) -> None:
+        """Copy a language's model pair from shared storage into the worker's model folder."""
+        for local in model_paths(self.models.lm_dir, language):
+            fetch_file(f"{self.lm_dir}/{os.path.basename(local)}", local)
+        self.fetched.add(language)
 
     def process(self, element):
         order, doc = element
+        if is_remote(self.lm_dir) and doc["language"] in self.models.languages and doc["language"] not in self.fetched:
+            self.fetch(doc["language"])
         perplexity = self.models.perplexity(doc["raw_content"], doc["language"])
         (self.no_model if perplexity is None else self.scored).inc()
         yield order, {**doc, "perplexity": perplexity}

@@ -76,11 +76,12 @@ class LanguageModel:
 
 
 class LanguageModels:
-    """The models of every language found in ``lm_dir``, each loaded on first use."""
+    """The models of every language found in ``lm_dir`` (or of ``languages``, when the caller
+    fills the folder itself), each loaded on first use."""
 
-    def __init__(self, lm_dir: str):
+    def __init__(self, lm_dir: str, languages: Optional[Sequence[str]] = None):
         self.lm_dir = lm_dir
-        self.languages = available_languages(lm_dir)
+        self.languages = tuple(languages) if languages is not None else available_languages(lm_dir)
         self._models: Dict[str, LanguageModel] = {}
 
     def perplexity(self, text: str, language: Optional[str]) -> Optional[float]:

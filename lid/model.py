@@ -25,7 +25,7 @@ def default_model_path() -> str:
 
 @dataclass(frozen=True)
 class LidConfig:
-    model_path: str = field(default_factory=default_model_path)  # any fastText LID model
+    model_path: str = field(default_factory=default_model_path)  # any fastText LID model, local or gs://...
     threshold: float = 0.5  # documents whose top label scores below this are dropped
     languages: Tuple[str, ...] = XLMR_CODES  # XLM-R codes to keep; others are dropped
 
@@ -34,8 +34,8 @@ class LidConfig:
             raise ValueError(f"lang threshold must be in [0, 1], got {self.threshold}")
         if not self.languages:
             raise ValueError("at least one language must be selected")
-        path = Path(self.model_path)
-        if not path.is_file():
+        # A path on shared storage (gs://, s3://, ...) is checked and fetched by the pipeline.
+        if "://" not in self.model_path and not Path(self.model_path).is_file():
             raise FileNotFoundError(f"LID model file not found: {self.model_path}")
 
 
