@@ -5,11 +5,12 @@ Every flag ``mine`` does not know is passed to Beam unchanged (``--runner=Datafl
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shutil
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DEDUP_MODES, DedupConfig
@@ -59,7 +60,7 @@ def _mine_parser(sub) -> None:
         mine.add_argument(name, type=float, default=None, help=help_text + " (off by default)")
     mine.add_argument("--segments-per-shard", type=int, default=1, help="input segments per output Parquet file")
     mine.add_argument("--keep-dropped", action="store_true", help="write dropped documents to quarantine/dropped/")
-    mine.add_argument("--overwrite", action="store_true", help="replace a previous corpus in --output")
+    mine.add_argument("--overwrite", action="store_true", help="replace what --output holds when it is another job's output (the same job resumes)")
 
 
 def _selection_arguments(parser) -> None:
@@ -111,23 +112,29 @@ def _sample_parser(sub) -> None:
     sample.add_argument("--reference-lines", type=int, default=3000, help="clean lines per language in OUTPUT/reference/")
 
 
-def _prepare_output(output: str, overwrite: bool) -> None:
-    """Create the corpus folder, or fail clearly when it cannot be written or holds other data."""
+def _prepare_output(output: str, run: Dict, overwrite: bool) -> None:
+    """Create the corpus folder, or resume the run it holds when ``run`` (config and input
+    segments) is the same; fail clearly when it cannot be written or holds other data."""
     if "://" in output:
         return  # object stores have no folders to check; Beam reports write errors there
+    run_file = os.path.join(output, "_work", "run.json")
+    run = json.loads(json.dumps(run))  # tuples as lists, as the file holds them
     if os.path.isdir(output) and os.listdir(output):
-        is_corpus = any(os.path.exists(os.path.join(output, f)) for f in ("manifest.json", "stats.json"))
+        if os.path.exists(run_file):
+            with open(run_file) as handle:
+                if json.load(handle) == run:
+                    return  # the same job: resume it
+        is_corpus = any(os.path.exists(os.path.join(output, f)) for f in ("manifest.json", "stats.json", "_work"))
         if not overwrite:
-            raise UsageError(f"output folder {output} is not empty; pass --overwrite to replace a previous corpus")
+            raise UsageError(f"output folder {output} holds another job's output; pass --overwrite to replace it")
         if not is_corpus:
             raise UsageError(f"output folder {output} is not empty and holds no corpus; refusing to overwrite it")
         shutil.rmtree(output)
     try:
-        os.makedirs(output, exist_ok=True)
-        probe = os.path.join(output, ".write-test")
-        with open(probe, "w") as handle:
-            handle.write("ok")
-        os.remove(probe)
+        os.makedirs(os.path.dirname(run_file), exist_ok=True)
+        with open(run_file + ".tmp", "w") as handle:
+            json.dump(run, handle, indent=2, sort_keys=True)
+        os.replace(run_file + ".tmp", run_file)
     except OSError as error:
         raise UsageError(f"cannot write to output folder {output}: {error.strerror or error}") from None
 
@@ -157,7 +164,7 @@ def _check_language_models(lm_dir: str) -> None:
 
 def _mine(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.config import MineConfig
-    from ccnet_pipeline.pipeline import list_segments, load_cutoffs, run
+    from ccnet_pipeline.pipeline import is_complete, list_segments, load_cutoffs, run
 
     inputs = tuple(_download(args)) if args.dump else (args.input,)
     try:
@@ -193,11 +200,16 @@ def _mine(args, beam_args: List[str]) -> int:
             _check_language_models(config.lm_dir)
         if config.cutoffs_file:
             load_cutoffs(config)  # a malformed file fails here
-        list_segments(config.input)
-        _prepare_output(config.output, args.overwrite)
+        segments = list_segments(config.input)
+        _prepare_output(config.output, {"config": config.to_json(), "segments": segments}, args.overwrite)
     except (ValueError, FileNotFoundError) as error:
         raise UsageError(str(error)) from None
-    stats = run(config, beam_args)
+    if is_complete(config.output):
+        print(f"{config.output} already holds this job's finished output")
+        with open(os.path.join(config.output, "stats.json")) as handle:
+            stats = json.load(handle)
+    else:
+        stats = run(config, beam_args)
     print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {config.output}")
     print(f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}")
     print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")

@@ -11,21 +11,24 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from ccnet_pipeline.config import MineConfig
+from ccnet_pipeline.stats import job_stats
 from ccnet_pipeline.transforms import (
     BAD,
+    COUNTERS,
     DROPPED,
     KEPT,
-    NAMESPACE,
+    SEEN,
     Bucket,
+    CommitSegments,
     Deduplicate,
     LanguageId,
     Perplexity,
     QualitySignals,
-    Quarantine,
-    WriteDropped,
+    ReadCommitted,
     WriteShards,
     is_remote,
     localize,
+    read_bytes,
     remote_languages,
     write_atomically,
 )
@@ -45,29 +48,64 @@ def list_segments(patterns: Sequence[str]) -> List[str]:
     return sorted(paths)
 
 
-def build(pipeline: beam.Pipeline, config: MineConfig, segments: Sequence[str], options: Dict) -> None:
-    """Add the mine job to ``pipeline``."""
-    paths = pipeline | "Segments" >> beam.Create(list(enumerate(segments)))
-    deduped = paths | "Deduplicate" >> Deduplicate(config.dedup, config.read)
+def build(
+    pipeline: beam.Pipeline, config: MineConfig, segments: Sequence[str], options: Dict, committed: Dict[int, Dict]
+) -> None:
+    """Add the mine job to ``pipeline``; ``committed`` holds the markers of segments an earlier
+    run committed, which are read back instead of mined again."""
+    work = work_dir(config.output)
+    indexed = list(enumerate(segments))
+    every = pipeline | "Segments" >> beam.Create(indexed)
+    to_mine = pipeline | "SegmentsToMine" >> beam.Create([s for s in indexed if s[0] not in committed])
+    deduped = (every, to_mine) | "Deduplicate" >> Deduplicate(config.dedup, config.read, work)
     scored = deduped[KEPT] | "QualitySignals" >> QualitySignals(config.quality)
     identified = scored[KEPT] | "LanguageId" >> LanguageId(config.lid)
     docs = identified[KEPT]
     if config.lm_dir:
+        docs = docs | "Perplexity" >> Perplexity(config.lm_dir)
+    dropped = (deduped[DROPPED], scored[DROPPED], identified[DROPPED]) | "AllDropped" >> beam.Flatten()
+    results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped, BAD: deduped[BAD]}
+    new = results | "CommitSegments" >> CommitSegments(config.output, work, config.keep_dropped)
+    earlier = pipeline | "CommittedSegments" >> beam.Create(sorted(committed)) | "ReadCommitted" >> beam.ParDo(ReadCommitted(work))
+    docs = (new[KEPT], earlier) | "AllDocuments" >> beam.Flatten()
+    if config.lm_dir:
         given = load_cutoffs(config) if config.cutoffs_file else None
-        docs, cutoffs = docs | "Perplexity" >> Perplexity(config.lm_dir) | "Bucket" >> Bucket(config.buckets, given)
+        docs, cutoffs = docs | "Bucket" >> Bucket(config.buckets, given)
         cutoffs | "WriteCutoffs" >> beam.Map(write_cutoffs, config.output)
     else:
         cutoffs = pipeline | "NoCutoffs" >> beam.Create([{}])
-    summaries = docs | "WriteShards" >> WriteShards(config.output, config.segments_per_shard)
+    counters = (
+        new[COUNTERS],
+        pipeline | "CommittedCounters" >> beam.Create([marker["counters"] for _, marker in sorted(committed.items())]),
+    ) | "AllCounters" >> beam.Flatten()
     (
-        summaries
+        docs
+        | "WriteShards" >> WriteShards(config.output, config.segments_per_shard)
         | "CollectSummaries" >> beam.combiners.ToList()
-        | "WriteManifest" >> beam.Map(write_manifest, config, options, beam.pvalue.AsSingleton(cutoffs))
+        | "WriteManifestAndStats"
+        >> beam.Map(
+            write_manifest_and_stats,
+            config,
+            options,
+            beam.pvalue.AsSingleton(cutoffs),
+            beam.pvalue.AsList(counters),
+        )
     )
-    deduped[BAD] | "Quarantine" >> Quarantine(config.output)
-    if config.keep_dropped:
-        dropped = (deduped[DROPPED], scored[DROPPED], identified[DROPPED]) | "AllDropped" >> beam.Flatten()
-        dropped | "WriteDropped" >> WriteDropped(config.output, config.segments_per_shard)
+
+
+def work_dir(output: str) -> str:
+    return f"{output}/_work"
+
+
+def committed_segments(output: str, segments: Sequence[str]) -> Dict[int, Dict]:
+    """The markers of segments committed by an earlier run of this job, by segment index."""
+    found = FileSystems.match([f"{work_dir(output)}/segments/*.json"])[0].metadata_list
+    markers = {}
+    for metadata in found:
+        marker = json.loads(read_bytes(metadata.path))
+        if marker["index"] < len(segments) and segments[marker["index"]] == marker["path"]:
+            markers[marker["index"]] = marker
+    return markers
 
 
 def load_cutoffs(config: MineConfig) -> Cutoffs:
@@ -86,9 +124,13 @@ def write_json(path: str, data) -> None:
     write_atomically(path, lambda stream: stream.write(text.encode("utf-8")))
 
 
-def write_manifest(summaries: List[Dict], config: MineConfig, options: Dict, cutoffs: Cutoffs) -> None:
-    """OUT/manifest.json: documents, characters and files per language and bucket, every file,
-    the perplexity cutoffs used, and the exact config that produced them."""
+def write_manifest_and_stats(
+    summaries: List[Dict], config: MineConfig, options: Dict, cutoffs: Cutoffs, counters: List[Dict[str, int]]
+) -> None:
+    """OUT/stats.json (every counter, from the committed segments and the written files) and
+    OUT/manifest.json: documents, characters and files per language and bucket, every file, the
+    perplexity cutoffs used, and the exact config that produced them."""
+    write_json(f"{config.output}/stats.json", job_stats(counters, summaries))
     languages: Dict[str, Dict[str, Dict[str, int]]] = {}
     for summary in summaries:
         language, bucket, _ = summary["path"].split("/")
@@ -120,37 +162,9 @@ def write_manifest(summaries: List[Dict], config: MineConfig, options: Dict, cut
     )
 
 
-def collect_stats(result) -> Dict:
-    """Every counter of the job, plus the same numbers grouped for reading."""
-    counters = {}
-    for metric in result.metrics().query(beam.metrics.MetricsFilter().with_namespace(NAMESPACE))["counters"]:
-        name = metric.key.metric.name
-        counters[name] = counters.get(name, 0) + (metric.committed or 0)
-    counters = dict(sorted(counters.items()))
-
-    def with_prefix(prefix: str) -> Dict[str, int]:
-        return {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
-
-    per_language: Dict[str, Dict] = {}
-    for key, value in with_prefix("output/documents/").items():
-        language, bucket = key.split("/")
-        per_language.setdefault(language, {})[bucket] = {
-            "documents": value,
-            "characters": counters.get(f"output/characters/{key}", 0),
-        }
-    return {
-        "documents_read": counters.get("read/documents", 0),
-        "bad_records": with_prefix("read/bad/"),
-        "lines_removed_by_dedup": counters.get("dedup/lines_removed", 0),
-        "dropped": {**with_prefix("dedup/dropped/"), **with_prefix("quality/dropped/"), **with_prefix("lid/dropped/")},
-        "identified_languages": with_prefix("lid/language/"),
-        "output": per_language,
-        "counters": counters,
-    }
-
-
 def run(config: MineConfig, beam_args: Sequence[str]) -> Dict:
-    """Run the job to completion and write OUT/stats.json; returns the stats."""
+    """Run the job to completion (resuming after the segments an earlier run committed); returns
+    the stats it wrote."""
     segments = list_segments(config.input)
     args = list(beam_args)
     if not any(arg.startswith("--runner") for arg in args):
@@ -159,11 +173,25 @@ def run(config: MineConfig, beam_args: Sequence[str]) -> Dict:
         args.append("--default_sdk_harness_log_level=ERROR")  # local workers are chatty at INFO
     options = PipelineOptions(args)
     pipeline = beam.Pipeline(options=options)
-    build(pipeline, config, segments, options.get_all_options(drop_default=True))
-    logging.info("mining %d segments into %s", len(segments), config.output)
+    committed = committed_segments(config.output, segments)
+    build(pipeline, config, segments, options.get_all_options(drop_default=True), committed)
+    logging.info("mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed))
     result = pipeline.run()
     result.wait_until_finish()
-    stats = collect_stats(result)
-    stats["segments"] = len(segments)
-    write_json(f"{config.output}/stats.json", stats)
-    return stats
+    mark_complete(config.output)
+    return json.loads(read_bytes(f"{config.output}/stats.json"))
+
+
+def is_complete(output: str) -> bool:
+    return FileSystems.exists(f"{work_dir(output)}/complete")
+
+
+def mark_complete(output: str) -> None:
+    """Drop the committed intermediates (the shards hold the documents now) and mark the job
+    done, so that running the same command again changes nothing."""
+    work = work_dir(output)
+    leftovers = FileSystems.match([f"{work}/hashes/*", f"{work}/segments/*"])
+    paths = [m.path for result in leftovers for m in result.metadata_list]
+    if paths:
+        FileSystems.delete(paths)
+    write_atomically(f"{work}/complete", lambda out: out.write(b"complete\n"))

@@ -3,12 +3,20 @@ pure functions of ``filters`` and ``lid``.
 
 Documents travel as ``(order, Document)`` pairs, ``order`` being (segment index, record index),
 so that writers can restore input order and reruns write identical files. Counters are Beam
-metrics in the namespace ``ccnet`` named ``<stage>/<event>``; dropped documents leave on the
-tagged output ``dropped`` as ``(order, (reason, Document))``, bad input on ``bad`` as BadRecord.
+metrics in the namespace ``ccnet`` named ``<stage>/<event>`` (for watching a job; stats.json is
+computed from committed data); dropped documents leave on the tagged output ``dropped`` as
+``(order, (reason, Document))``, bad input on ``bad`` as BadRecord.
+
+Crash safety: every segment's results are committed under ``OUT/_work/`` — its line hashes
+(``hashes/NNNNN.npy``, as CCNet's hash files), then its documents with perplexity
+(``segments/NNNNN.parquet``), its quarantine and last its marker (``segments/NNNNN.json``). A rerun
+reads what was committed and mines only the other segments; bucketing and the final shards are
+always rebuilt from the committed documents, so they come out the same.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -25,6 +33,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from ccnet_pipeline.stats import segment_counters
 from ccnet_pipeline.wet import BadRecord, ReadConfig
 from filters.dedup import (
     DedupConfig,
@@ -32,6 +41,7 @@ from filters.dedup import (
     remove_lines,
     removed_lines_by_record,
     segment_line_hashes,
+    split_by_bucket,
 )
 from filters.document import ARROW_SCHEMA
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, LanguageModels, bucket, model_paths
@@ -39,7 +49,7 @@ from filters.quality import QualityConfig, quality_drop_reason, quality_signals
 from lid.model import LanguageIdentifier, LidConfig
 
 NAMESPACE = "ccnet"
-KEPT, DROPPED, BAD = "kept", "dropped", "bad"
+KEPT, DROPPED, BAD, SEEN, COUNTERS = "kept", "dropped", "bad", "seen", "counters"
 ROWS_PER_ROW_GROUP = 4096
 
 
@@ -103,25 +113,49 @@ def remote_languages(lm_dir: str) -> Tuple[str, ...]:
 # --- Deduplicate -------------------------------------------------------------------------
 
 
-class HashSegment(beam.DoFn):
-    """Pass 1: per segment, (bucket, (segment index, hashes, positions)) for every hash bucket."""
+def hashes_path(work: str, index: int) -> str:
+    return f"{work}/hashes/{index:05d}.npy"
 
-    def __init__(self, buckets: int, read: ReadConfig):
+
+def segment_docs_path(work: str, index: int) -> str:
+    return f"{work}/segments/{index:05d}.parquet"
+
+
+def marker_path(work: str, index: int) -> str:
+    return f"{work}/segments/{index:05d}.json"
+
+
+def read_bytes(path: str) -> bytes:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
+        return stream.read()
+
+
+class HashSegment(beam.DoFn):
+    """Pass 1: per segment, (bucket, (segment index, hashes, positions)) for every hash bucket.
+    The segment's hashes are committed once (``hashes/NNNNN.npy``) and read back on reruns."""
+
+    def __init__(self, buckets: int, read: ReadConfig, work: str):
         self.buckets = buckets
         self.read = read
+        self.work = work
 
     def process(self, segment: Tuple[int, str]):
         index, path = segment
-        with open_segment(path) as stream:
-            records = (
-                (record, item["raw_content"])
-                for record, item in self.read.segment(stream, path)
-                if not isinstance(item, BadRecord)
-            )
-            parts = segment_line_hashes(records, self.buckets)
-        for bucket, (hashes, positions) in enumerate(parts):
-            if len(hashes):
-                yield bucket, (index, hashes, positions)
+        committed = hashes_path(self.work, index)
+        if FileSystems.exists(committed):
+            hashes, positions = np.load(io.BytesIO(read_bytes(committed)))
+        else:
+            with open_segment(path) as stream:
+                records = (
+                    (record, item["raw_content"])
+                    for record, item in self.read.segment(stream, path)
+                    if not isinstance(item, BadRecord)
+                )
+                hashes, positions = segment_line_hashes(records)
+            write_atomically(committed, lambda out: np.save(out, np.stack([hashes, positions])))
+        for bucket, (bucket_hashes, bucket_positions) in enumerate(split_by_bucket(hashes, positions, self.buckets)):
+            if len(bucket_hashes):
+                yield bucket, (index, bucket_hashes, bucket_positions)
 
 
 def find_duplicates(bucket_parts: Tuple[int, Iterable], mode: str):
@@ -146,7 +180,12 @@ class RemoveDuplicateLines(beam.DoFn):
 
     def process(self, joined: Tuple[int, Dict[str, List]]):
         index, groups = joined
+        if groups["path"]:  # else committed by an earlier run
+            yield from self.filter_segment(index, groups)
+
+    def filter_segment(self, index: int, groups: Dict[str, List]):
         (path,) = groups["path"]
+        yield beam.pvalue.TaggedOutput(SEEN, (index, path))
         removed_parts = groups["removed"]
         removed = removed_lines_by_record(
             np.concatenate(removed_parts) if removed_parts else np.empty(0, dtype=np.uint64)
@@ -156,7 +195,7 @@ class RemoveDuplicateLines(beam.DoFn):
             for record, item in self.read.segment(stream, path):
                 if isinstance(item, BadRecord):
                     counter(f"read/bad/{item.kind}").inc()
-                    yield beam.pvalue.TaggedOutput(BAD, item)
+                    yield beam.pvalue.TaggedOutput(BAD, (index, item))
                     continue
                 self.documents.inc()
                 doc = remove_lines(item, removed.get(record, frozenset()))
@@ -175,23 +214,27 @@ class RemoveDuplicateLines(beam.DoFn):
 class Deduplicate(beam.PTransform):
     """(segment index, path) -> documents without duplicated lines, as CCNet: hash every line
     (pass 1), shuffle the hashes by bucket to find the duplicated ones, reread and filter each
-    segment (pass 2). No worker holds more than one bucket of hashes or one segment's removals."""
+    segment (pass 2). No worker holds more than one bucket of hashes or one segment's removals.
+    Input: (every segment, the segments still to mine), both as (index, path); every segment's
+    hashes count, committed ones are read back from ``work``."""
 
-    def __init__(self, config: DedupConfig, read: ReadConfig = None):
+    def __init__(self, config: DedupConfig, read: ReadConfig, work: str):
         super().__init__()
         self.config = config
-        self.read = read or ReadConfig()
+        self.read = read
+        self.work = work
 
-    def expand(self, segments):
+    def expand(self, inputs):
+        segments, to_mine = inputs
         removed = (
             segments
-            | "HashLines" >> beam.ParDo(HashSegment(self.config.hash_buckets, self.read))
+            | "HashLines" >> beam.ParDo(HashSegment(self.config.hash_buckets, self.read, self.work))
             | "GroupByBucket" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.FlatMap(find_duplicates, self.config.mode)
         )
-        return {"path": segments, "removed": removed} | "JoinBySegment" >> beam.CoGroupByKey() | (
+        return {"path": to_mine, "removed": removed} | "JoinBySegment" >> beam.CoGroupByKey() | (
             "RemoveLines"
-            >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.read)).with_outputs(DROPPED, BAD, main=KEPT)
+            >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.read)).with_outputs(DROPPED, BAD, SEEN, main=KEPT)
         )
 
 
@@ -348,6 +391,17 @@ class Bucket(beam.PTransform):
 # --- WriteShards -------------------------------------------------------------------------
 
 
+def write_parquet(path: str, rows: List[Dict], schema: pa.Schema = ARROW_SCHEMA) -> None:
+    """``rows`` as one zstd Parquet file, in row groups, written atomically."""
+
+    def write(stream):
+        with pq.ParquetWriter(stream, schema, compression="zstd") as writer:
+            for start in range(0, len(rows), ROWS_PER_ROW_GROUP):
+                writer.write_table(pa.Table.from_pylist(rows[start : start + ROWS_PER_ROW_GROUP], schema=schema))
+
+    write_atomically(path, write)
+
+
 class WriteParquet(beam.DoFn):
     """(relative path, [(order, Document)]) -> one zstd Parquet file in input order, written
     atomically; yields a summary of the file for the manifest."""
@@ -358,14 +412,7 @@ class WriteParquet(beam.DoFn):
     def process(self, shard):
         relative, items = shard
         docs = [doc for _, doc in sorted(items, key=lambda item: item[0])]
-
-        def write(stream):
-            with pq.ParquetWriter(stream, ARROW_SCHEMA, compression="zstd") as writer:
-                for start in range(0, len(docs), ROWS_PER_ROW_GROUP):
-                    chunk = docs[start : start + ROWS_PER_ROW_GROUP]
-                    writer.write_table(pa.Table.from_pylist(chunk, schema=ARROW_SCHEMA))
-
-        write_atomically(f"{self.output}/{relative}", write)
+        write_parquet(f"{self.output}/{relative}", docs)
         counter("output/files").inc()
         yield {
             "path": relative,
@@ -407,51 +454,92 @@ class WriteShards(beam.PTransform):
         )
 
 
-# --- Quarantine --------------------------------------------------------------------------
+# --- Commit ------------------------------------------------------------------------------
+
+# A committed segment's documents: the output schema plus the record index, for input order.
+COMMITTED_SCHEMA = ARROW_SCHEMA.append(pa.field("record", pa.int64(), nullable=False))
 
 
-def write_bad_records(segment_records: Tuple[str, Iterable[BadRecord]], output: str) -> Dict:
-    """Write one segment's bad records as JSON lines, by offset; returns a file summary."""
-    relative, records = segment_records
-    lines = [json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in sorted(records, key=lambda r: r.offset)]
-    write_atomically(f"{output}/{relative}", lambda stream: stream.write("".join(lines).encode("utf-8")))
-    return {"path": relative, "records": len(lines)}
+class CommitSegment(beam.DoFn):
+    """All of one segment's results -> its committed files: bad records to
+    ``quarantine/bad-input/<segment>.jsonl``, dropped documents to
+    ``quarantine/dropped/<reason>/part-NNNNN.parquet`` (with ``keep_dropped``), the kept
+    documents to ``_work/segments/NNNNN.parquet``, and last the marker with its counters.
+    Yields the kept documents, and the counters on ``counters``."""
+
+    def __init__(self, output: str, work: str, keep_dropped: bool):
+        self.output = output
+        self.work = work
+        self.keep_dropped = keep_dropped
+
+    def process(self, element):
+        index, items = element
+        path, kept, dropped, bad = "", [], [], []
+        for kind, value in items:
+            if kind == SEEN:
+                path = value
+            elif kind == KEPT:
+                kept.append(value)
+            elif kind == DROPPED:
+                dropped.append(value)
+            else:
+                bad.append(value)
+        kept.sort(key=lambda item: item[0])
+        dropped.sort(key=lambda item: item[0])
+        bad.sort(key=lambda record: record.offset)
+        if bad:
+            name = bad[0].cc_segment.replace("/", "_")
+            lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in bad)
+            write_atomically(f"{self.output}/quarantine/bad-input/{name}.jsonl", lambda out: out.write(lines.encode("utf-8")))
+        if self.keep_dropped:
+            for reason in sorted({reason for _, (reason, _) in dropped}):
+                docs = [doc for _, (r, doc) in dropped if r == reason]
+                write_parquet(f"{self.output}/quarantine/dropped/{reason}/part-{index:05d}.parquet", docs)
+        write_parquet(
+            segment_docs_path(self.work, index),
+            [{**doc, "record": order[1]} for order, doc in kept],
+            COMMITTED_SCHEMA,
+        )
+        counters = segment_counters([doc for _, doc in kept], [entry for _, entry in dropped], bad)
+        marker = json.dumps({"index": index, "path": path, "counters": counters}, sort_keys=True)
+        write_atomically(marker_path(self.work, index), lambda out: out.write(marker.encode("utf-8")))
+        yield from kept
+        yield beam.pvalue.TaggedOutput(COUNTERS, counters)
 
 
-class Quarantine(beam.PTransform):
-    """Bad input -> OUT/quarantine/bad-input/<segment>.jsonl (kind, offset, reason, bytes).
-    Returns a summary per file written."""
+class CommitSegments(beam.PTransform):
+    """{seen, kept, dropped, bad} per-document results -> one commit per segment (see
+    ``CommitSegment``). Returns the kept documents (main) and each segment's counters."""
 
-    def __init__(self, output: str):
+    def __init__(self, output: str, work: str, keep_dropped: bool):
         super().__init__()
         self.output = output
+        self.work = work
+        self.keep_dropped = keep_dropped
 
-    def expand(self, bad):
+    def expand(self, results):
+        tagged = (
+            results[SEEN] | "TagSeen" >> beam.Map(lambda e: (e[0], (SEEN, e[1]))),
+            results[KEPT] | "TagKept" >> beam.Map(lambda e: (e[0][0], (KEPT, e))),
+            results[DROPPED] | "TagDropped" >> beam.Map(lambda e: (e[0][0], (DROPPED, e))),
+            results[BAD] | "TagBad" >> beam.Map(lambda e: (e[0], (BAD, e[1]))),
+        )
         return (
-            bad
-            | "KeyBySegment" >> beam.Map(lambda r: (f"quarantine/bad-input/{r.cc_segment.replace('/', '_')}.jsonl", r))
+            tagged
+            | "AllResults" >> beam.Flatten()
             | "GroupBySegment" >> beam.GroupByKey()
-            | "Write" >> beam.Map(write_bad_records, self.output)
+            | "Commit" >> beam.ParDo(CommitSegment(self.output, self.work, self.keep_dropped)).with_outputs(COUNTERS, main=KEPT)
         )
 
 
-class WriteDropped(beam.PTransform):
-    """Dropped documents -> OUT/quarantine/dropped/<reason>/part-XXXXX.parquet (opt-in)."""
+class ReadCommitted(beam.DoFn):
+    """A segment committed by an earlier run -> its kept documents as (order, Document)."""
 
-    def __init__(self, output: str, segments_per_shard: int):
-        super().__init__()
-        self.output = output
-        self.segments_per_shard = segments_per_shard
+    def __init__(self, work: str):
+        self.work = work
 
-    def expand(self, dropped):
-        def keyed(element):
-            order, (reason, doc) = element
-            shard = order[0] // self.segments_per_shard
-            return f"quarantine/dropped/{reason}/part-{shard:05d}.parquet", (order, doc)
-
-        return (
-            dropped
-            | "KeyByReason" >> beam.Map(keyed)
-            | "GroupByShard" >> beam.GroupByKey()
-            | "Write" >> beam.ParDo(WriteParquet(self.output))
-        )
+    def process(self, index: int):
+        table = pq.read_table(io.BytesIO(read_bytes(segment_docs_path(self.work, index))))
+        for row in table.to_pylist():
+            record = row.pop("record")
+            yield (index, record), row

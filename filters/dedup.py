@@ -4,7 +4,8 @@ CCNet normalizes every line, hashes it with the first 8 bytes of SHA-1, and remo
 hash occurs more than once in the data. Here that runs in three steps that never need all
 hashes in one place (the pipeline shuffles by hash bucket between steps 1 and 2):
 
-1. ``segment_line_hashes``: per input segment, arrays of (hash, position) split by hash bucket;
+1. ``segment_line_hashes``: per input segment, arrays of (hash, position), which the pipeline
+   commits per segment (as CCNet's hash files) and splits by hash bucket (``split_by_bucket``);
 2. ``find_removed_lines``: per hash bucket, which positions hold a duplicated line;
 3. ``remove_lines``: per document, drop those lines.
 """
@@ -50,14 +51,9 @@ def line_hashes(lines: Sequence[str]) -> np.ndarray:
     return np.frombuffer(digests, dtype=HASH_DTYPE)
 
 
-def segment_line_hashes(
-    records: Iterable[Tuple[int, str]], buckets: int
-) -> List[Tuple[np.ndarray, np.ndarray]]:
-    """Hashes and positions of every line of a segment's documents, split by hash bucket.
-
-    ``records`` yields (record index, raw_content). Returns, for each bucket b, a pair of equal
-    length arrays (hashes, positions) holding the lines whose ``hash % buckets == b``.
-    """
+def segment_line_hashes(records: Iterable[Tuple[int, str]]) -> Tuple[np.ndarray, np.ndarray]:
+    """Hashes and positions of every line of a segment's documents: two equal-length uint64
+    arrays. ``records`` yields (record index, raw_content)."""
     hash_chunks, position_chunks = [], []
     for record, content in records:
         if not content:
@@ -68,10 +64,12 @@ def segment_line_hashes(
         hash_chunks.append(line_hashes(lines))
         position_chunks.append((np.uint64(record) << np.uint64(LINE_BITS)) + np.arange(len(lines), dtype=np.uint64))
     if not hash_chunks:
-        empty = np.empty(0, dtype=HASH_DTYPE)
-        return [(empty, empty.copy()) for _ in range(buckets)]
-    hashes = np.concatenate(hash_chunks)
-    positions = np.concatenate(position_chunks)
+        return np.empty(0, dtype=HASH_DTYPE), np.empty(0, dtype=HASH_DTYPE)
+    return np.concatenate(hash_chunks), np.concatenate(position_chunks)
+
+
+def split_by_bucket(hashes: np.ndarray, positions: np.ndarray, buckets: int) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """For each bucket b, the (hashes, positions) whose ``hash % buckets == b``."""
     bucket_of = hashes % np.uint64(buckets)
     order = np.argsort(bucket_of, kind="stable")
     bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1, dtype=np.uint64))

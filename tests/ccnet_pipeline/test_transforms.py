@@ -1,5 +1,6 @@
 """One TestPipeline per composite transform, on WET files written by the test."""
 import json
+import os
 
 import apache_beam as beam
 import pyarrow.parquet as pq
@@ -15,13 +16,14 @@ from ccnet_pipeline.transforms import (
     Bucket,
     Deduplicate,
     LanguageId,
+    SEEN,
+    CommitSegments,
     Perplexity,
     QualitySignals,
-    Quarantine,
-    WriteDropped,
+    ReadCommitted,
     WriteShards,
 )
-from ccnet_pipeline.wet import BadRecord, raw_record
+from ccnet_pipeline.wet import BadRecord, ReadConfig, raw_record
 from filters.dedup import DedupConfig
 from filters.document import make_document
 from filters.perplexity import PERCENTILES, BucketConfig
@@ -51,21 +53,40 @@ def segments(tmp_path):
     return [(0, str(first)), (1, str(second))]
 
 
-def test_deduplicate(segments):
+def dedup(p, segments, config, work, to_mine=None):
+    every = p | "Every" >> beam.Create(segments)
+    mine = p | "ToMine" >> beam.Create(segments if to_mine is None else to_mine)
+    return (every, mine) | Deduplicate(config, ReadConfig(), str(work))
+
+
+def test_deduplicate(segments, tmp_path):
     with pipeline() as p:
-        out = p | beam.Create(segments) | Deduplicate(DedupConfig(mode="ccnet", hash_buckets=3, min_len=10))
+        out = dedup(p, segments, DedupConfig(mode="ccnet", hash_buckets=3, min_len=10), tmp_path)
         assert_that(
             out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
             equal_to([((0, 0), "unique line zero"), ((0, 1), "unique line one"), ((1, 0), "unique line two")]),
             label="kept",
         )
         assert_that(out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])), equal_to([((1, 1), "too_short")]), label="dropped")
-        assert_that(out[BAD] | beam.Map(lambda r: r.kind), equal_to(["invalid_utf8"]), label="bad")
+        assert_that(out[BAD] | beam.Map(lambda e: (e[0], e[1].kind)), equal_to([(0, "invalid_utf8")]), label="bad")
+        assert_that(out[SEEN] | beam.Map(lambda e: e[0]), equal_to([0, 1]), label="seen")
+    assert sorted(p.name for p in (tmp_path / "hashes").iterdir()) == ["00000.npy", "00001.npy"]
 
 
-def test_deduplicate_keep_first(segments):
+def test_deduplicate_reads_committed_hashes_and_skips_committed_segments(segments, tmp_path):
     with pipeline() as p:
-        out = p | beam.Create(segments) | Deduplicate(DedupConfig(mode="keep-first", hash_buckets=2, min_len=0))
+        dedup(p, segments, DedupConfig(mode="ccnet", hash_buckets=3, min_len=10), tmp_path)
+    # Segment 0 committed: its hashes, read back (its WET file is gone), still remove the shared
+    # boilerplate from segment 1.
+    os.remove(segments[0][1])
+    with pipeline() as p:
+        out = dedup(p, segments, DedupConfig(mode="ccnet", hash_buckets=3, min_len=10), tmp_path, to_mine=segments[1:])
+        assert_that(out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])), equal_to([((1, 0), "unique line two")]))
+
+
+def test_deduplicate_keep_first(segments, tmp_path):
+    with pipeline() as p:
+        out = dedup(p, segments, DedupConfig(mode="keep-first", hash_buckets=2, min_len=0), tmp_path)
         assert_that(
             out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
             equal_to([
@@ -119,26 +140,30 @@ def test_write_shards_groups_segments(tmp_path):
         "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
 
 
-def test_quarantine(tmp_path):
-    bad = [BadRecord("invalid_utf8", "seg/a.wet.gz", 10, "<id>", "why", b"\xff"), BadRecord("empty_record", "seg/a.wet.gz", 5, "", "no text", b"")]
+def test_commit_segments_and_read_them_back(tmp_path):
+    work = str(tmp_path / "_work")
+    bad = BadRecord("invalid_utf8", "seg/a.wet.gz", 10, "<id>", "why", b"\xff")
+    kept = [((3, 2), {**doc("second"), "language": "en", "language_score": 0.9}), ((3, 0), {**doc("first"), "language": "en"})]
+    results = {
+        SEEN: [(3, "seg/a.wet.gz")],
+        KEPT: kept,
+        DROPPED: [((3, 1), ("not_selected", doc("hallo", "de")))],
+        BAD: [(3, bad)],
+    }
     with pipeline() as p:
-        written = p | beam.Create(bad) | Quarantine(str(tmp_path))
-        assert_that(written, equal_to([{"path": "quarantine/bad-input/seg_a.wet.gz.jsonl", "records": 2}]))
-    lines = (tmp_path / "quarantine" / "bad-input" / "seg_a.wet.gz.jsonl").read_text().splitlines()
-    assert [json.loads(line)["kind"] for line in lines] == ["empty_record", "invalid_utf8"]  # by offset
-    assert json.loads(lines[1])["payload_base64"] == "/w=="
-
-
-def test_write_dropped(tmp_path):
-    dropped = [((0, 1), ("too_short", doc("hi"))), ((0, 2), ("not_selected", doc("hallo", "de")))]
+        out = {tag: p | f"Create{tag}" >> beam.Create(values) for tag, values in results.items()} | CommitSegments(str(tmp_path), work, keep_dropped=True)
+        assert_that(out[KEPT] | beam.Map(lambda e: e[0]), equal_to([(3, 0), (3, 2)]), label="kept")
+        assert_that(out["counters"] | beam.Map(lambda c: (c["read/documents"], c["read/bad/invalid_utf8"], c["lid/dropped/not_selected"])),
+                    equal_to([(3, 1, 1)]), label="counters")
+    marker = json.loads((tmp_path / "_work/segments/00003.json").read_text())
+    assert marker["path"] == "seg/a.wet.gz" and marker["counters"]["read/segments"] == 1
+    lines = (tmp_path / "quarantine/bad-input/seg_a.wet.gz.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["payload_base64"] == "/w=="
+    assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00003.parquet").column("language").to_pylist() == ["de"]
     with pipeline() as p:
-        written = p | beam.Create(dropped) | WriteDropped(str(tmp_path), segments_per_shard=1)
-        assert_that(written | beam.Map(lambda s: (s["path"], s["documents"])), equal_to([
-            ("quarantine/dropped/too_short/part-00000.parquet", 1),
-            ("quarantine/dropped/not_selected/part-00000.parquet", 1),
-        ]))
-    assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00000.parquet").column("language").to_pylist() == ["de"]
-    assert pq.read_table(tmp_path / "quarantine/dropped/too_short/part-00000.parquet").num_rows == 1
+        back = p | beam.Create([3]) | beam.ParDo(ReadCommitted(work))
+        assert_that(back | beam.Map(lambda e: (e[0], e[1]["raw_content"], "record" in e[1])),
+                    equal_to([((3, 0), "first", False), ((3, 2), "second", False)]))
 
 
 def test_write_atomically_replaces_and_leaves_no_temporary(tmp_path):

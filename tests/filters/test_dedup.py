@@ -11,6 +11,7 @@ from filters.dedup import (
     remove_lines,
     removed_lines_by_record,
     segment_line_hashes,
+    split_by_bucket,
 )
 from filters.document import make_document
 
@@ -27,7 +28,7 @@ def _dedup(segments, mode, buckets=4):
     """Run the three dedup steps in memory over {segment: [content, ...]}."""
     per_bucket = {}
     for segment, contents in segments.items():
-        parts = segment_line_hashes(enumerate(contents), buckets)
+        parts = split_by_bucket(*segment_line_hashes(enumerate(contents)), buckets)
         for bucket, (hashes, positions) in enumerate(parts):
             per_bucket.setdefault(bucket, []).append((segment, hashes, positions))
     removed = {}
@@ -70,7 +71,7 @@ def test_result_does_not_depend_on_bucket_count(mode):
 
 
 def test_segment_line_hashes_partitions_by_bucket():
-    parts = segment_line_hashes([(0, "a\nb\nc"), (5, "d")], buckets=3)
+    parts = split_by_bucket(*segment_line_hashes([(0, "a\nb\nc"), (5, "d")]), buckets=3)
     all_positions = sorted(int(p) for _, positions in parts for p in positions)
     assert all_positions == [0, 1, 2, 5 << LINE_BITS]
     for bucket, (hashes, _) in enumerate(parts):

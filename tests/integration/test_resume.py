@@ -1,0 +1,91 @@
+"""Crash safety: kill -9 the mine job at different points, run the same command again, and get
+exactly the files an uninterrupted run writes."""
+import glob
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ccnet_pipeline.cli import main
+from ccnet_pipeline.sample import SampleConfig, generate_sample
+
+SEGMENTS = 8
+
+
+@pytest.fixture(scope="module")
+def wet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("resume")
+    generate_sample(str(root / "wet"), SampleConfig(segments=SEGMENTS, docs_per_segment=150, sites=30, seed=4))
+    return root / "wet"
+
+
+def command(wet: Path, output: Path, lm_dir: Path):
+    return ["mine", "--input", str(wet / "*.warc.wet.gz"), "--output", str(output), "--langs", "100",
+            "--lm-dir", str(lm_dir), "--keep-dropped"]
+
+
+def contents(output: Path):
+    """Every file's digest; the manifest without the fields that name the output folder."""
+    files = {}
+    for path in sorted(output.rglob("*")):
+        relative = path.relative_to(output).as_posix()
+        if path.is_dir() or relative == "_work/run.json":
+            continue
+        data = path.read_bytes()
+        if relative == "manifest.json":
+            manifest = json.loads(data)
+            manifest["config"].pop("output")
+            data = json.dumps(manifest, sort_keys=True).encode()
+        files[relative] = hashlib.sha256(data).hexdigest()
+    return files
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(wet, lm_dir, tmp_path_factory):
+    output = tmp_path_factory.mktemp("whole") / "corpus"
+    assert main(command(wet, output, lm_dir)) == 0
+    return contents(output)
+
+
+def committed(output: Path):
+    return (len(glob.glob(f"{output}/_work/hashes/*.npy")), len(glob.glob(f"{output}/_work/segments/*.json")))
+
+
+@pytest.mark.parametrize(
+    "point, reached",
+    [
+        ("while hashing", lambda hashes, markers: hashes >= 3),
+        ("while committing segments", lambda hashes, markers: 1 <= markers < SEGMENTS),
+        ("after every segment committed", lambda hashes, markers: markers == SEGMENTS),
+    ],
+)
+def test_kill_and_rerun_gives_the_uninterrupted_output(wet, lm_dir, tmp_path, uninterrupted, point, reached):
+    output = tmp_path / "corpus"
+    argv = [sys.executable, "-m", "ccnet_pipeline", *command(wet, output, lm_dir)]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while process.poll() is None and not reached(*committed(output)) and time.time() < deadline:
+        time.sleep(0.001)
+    assert process.poll() is None, f"the job finished before the kill point ({point})"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (output / "_work" / "complete").exists()
+    hashes, markers = committed(output)
+    assert main(command(wet, output, lm_dir)) == 0
+    assert contents(output) == uninterrupted, (point, hashes, markers)
+
+
+def test_rerun_of_a_finished_job_changes_nothing(wet, lm_dir, tmp_path, uninterrupted, capsys):
+    output = tmp_path / "corpus"
+    assert main(command(wet, output, lm_dir)) == 0
+    before = {p: p.stat().st_mtime_ns for p in output.rglob("*.parquet")}
+    assert main(command(wet, output, lm_dir)) == 0
+    assert "already holds this job's finished output" in capsys.readouterr().out
+    assert {p: p.stat().st_mtime_ns for p in output.rglob("*.parquet")} == before
+    assert contents(output) == uninterrupted
