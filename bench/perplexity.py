@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import sys
 import time
 
@@ -38,10 +39,12 @@ def best_of(repeats, function):
 
 
 def mine_seconds(sample_dir: str, output: str, *extra: str) -> float:
-    """The mine job in this process, paying its one-time lookup tables as a fresh process would."""
+    """The mine job in this process, from scratch, paying its one-time lookup tables as a fresh
+    process would."""
+    shutil.rmtree(output, ignore_errors=True)
     drop_lookup_tables()
     argv = ["mine", "--input", os.path.join(sample_dir, "*.warc.wet.gz"), "--output", output,
-            "--langs", "100", "--overwrite", "--direct_num_workers=1", *extra]
+            "--langs", "100", "--direct_num_workers=1", *extra]
     stdout, sys.stdout = sys.stdout, io.StringIO()
     try:
         start = time.perf_counter()

@@ -17,14 +17,15 @@ from ccnet_pipeline.transforms import (
     COUNTERS,
     DROPPED,
     KEPT,
+    PERPLEXITIES,
     SEEN,
-    Bucket,
     CommitSegments,
+    ComputeCutoffs,
     Deduplicate,
     LanguageId,
     Perplexity,
     QualitySignals,
-    ReadCommitted,
+    ReadPerplexities,
     WriteShards,
     is_remote,
     localize,
@@ -66,11 +67,14 @@ def build(
     dropped = (deduped[DROPPED], scored[DROPPED], identified[DROPPED]) | "AllDropped" >> beam.Flatten()
     results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped, BAD: deduped[BAD]}
     new = results | "CommitSegments" >> CommitSegments(config.output, work, config.keep_dropped)
-    earlier = pipeline | "CommittedSegments" >> beam.Create(sorted(committed)) | "ReadCommitted" >> beam.ParDo(ReadCommitted(work))
-    docs = (new[KEPT], earlier) | "AllDocuments" >> beam.Flatten()
+    earlier = pipeline | "CommittedSegments" >> beam.Create(sorted(committed))
     if config.lm_dir:
+        perplexities = (
+            new[PERPLEXITIES],
+            earlier | "ReadPerplexities" >> beam.ParDo(ReadPerplexities(work)),
+        ) | "AllPerplexities" >> beam.Flatten()
         given = load_cutoffs(config) if config.cutoffs_file else None
-        docs, cutoffs = docs | "Bucket" >> Bucket(config.buckets, given)
+        cutoffs = perplexities | "Cutoffs" >> ComputeCutoffs(given)
         cutoffs | "WriteCutoffs" >> beam.Map(write_cutoffs, config.output)
     else:
         cutoffs = pipeline | "NoCutoffs" >> beam.Create([{}])
@@ -78,9 +82,11 @@ def build(
         new[COUNTERS],
         pipeline | "CommittedCounters" >> beam.Create([marker["counters"] for _, marker in sorted(committed.items())]),
     ) | "AllCounters" >> beam.Flatten()
+    buckets = config.buckets if config.lm_dir else None
     (
-        docs
-        | "WriteShards" >> WriteShards(config.output, config.segments_per_shard)
+        (new[KEPT], earlier)
+        | "AllSegments" >> beam.Flatten()
+        | "WriteShards" >> WriteShards(config.output, work, config.segments_per_shard, buckets, cutoffs)
         | "CollectSummaries" >> beam.combiners.ToList()
         | "WriteManifestAndStats"
         >> beam.Map(

@@ -353,42 +353,29 @@ class Perplexity(beam.PTransform):
         return docs | "Score" >> beam.ParDo(ScorePerplexity(self.lm_dir))
 
 
-def assign_bucket(element, cutoffs: Cutoffs, config: BucketConfig):
-    order, doc = element
-    return order, {**doc, "bucket": bucket(doc["perplexity"], doc["language"], cutoffs, config)}
+class ComputeCutoffs(beam.PTransform):
+    """(language, perplexity) pairs -> the cutoffs as a one-element PCollection: the given ones
+    (a CCNet cutoff.csv), or per-language quantiles at every percentile of the pairs."""
 
-
-def perplexity_by_language(element):
-    _, doc = element
-    if doc["perplexity"] is not None:
-        yield doc["language"], doc["perplexity"]
-
-
-class Bucket(beam.PTransform):
-    """Documents -> (documents with ``bucket`` head/middle/tail, cutoffs as a one-element
-    PCollection). Cutoffs are given (a CCNet cutoff.csv) or computed from the documents
-    themselves: per-language quantiles at every percentile, then the bucketing pass."""
-
-    def __init__(self, config: BucketConfig, cutoffs: Optional[Cutoffs] = None):
+    def __init__(self, given: Optional[Cutoffs] = None):
         super().__init__()
-        self.config = config
-        self.cutoffs = cutoffs
+        self.given = given
 
-    def expand(self, docs):
-        if self.cutoffs is not None:
-            cutoffs = docs.pipeline | "GivenCutoffs" >> beam.Create([self.cutoffs])
-        else:
-            cutoffs = (
-                docs
-                | "PerplexityByLanguage" >> beam.FlatMap(perplexity_by_language)
-                | "Percentiles" >> beam.ApproximateQuantiles.PerKey(num_quantiles=len(PERCENTILES))
-                | "CutoffsToDict" >> beam.combiners.ToDict()
-            )
-        bucketed = docs | "Assign" >> beam.Map(assign_bucket, beam.pvalue.AsSingleton(cutoffs), self.config)
-        return bucketed, cutoffs
+    def expand(self, perplexities):
+        if self.given is not None:
+            return perplexities.pipeline | "GivenCutoffs" >> beam.Create([self.given])
+        return (
+            perplexities
+            | "Percentiles" >> beam.ApproximateQuantiles.PerKey(num_quantiles=len(PERCENTILES))
+            | "CutoffsToDict" >> beam.combiners.ToDict()
+        )
 
 
-# --- WriteShards -------------------------------------------------------------------------
+# --- Commit ------------------------------------------------------------------------------
+
+# A committed segment's documents: the output schema plus the record index, for input order.
+COMMITTED_SCHEMA = ARROW_SCHEMA.append(pa.field("record", pa.int64(), nullable=False))
+PERPLEXITIES = "perplexities"
 
 
 def write_parquet(path: str, rows: List[Dict], schema: pa.Schema = ARROW_SCHEMA) -> None:
@@ -402,62 +389,8 @@ def write_parquet(path: str, rows: List[Dict], schema: pa.Schema = ARROW_SCHEMA)
     write_atomically(path, write)
 
 
-class WriteParquet(beam.DoFn):
-    """(relative path, [(order, Document)]) -> one zstd Parquet file in input order, written
-    atomically; yields a summary of the file for the manifest."""
-
-    def __init__(self, output: str):
-        self.output = output
-
-    def process(self, shard):
-        relative, items = shard
-        docs = [doc for _, doc in sorted(items, key=lambda item: item[0])]
-        write_parquet(f"{self.output}/{relative}", docs)
-        counter("output/files").inc()
-        yield {
-            "path": relative,
-            "documents": len(docs),
-            "characters": sum(doc["length"] for doc in docs),
-        }
-
-
-class CountOutput(beam.DoFn):
-    def process(self, element):
-        _, doc = element
-        key = f"{doc['language']}/{doc['bucket']}"
-        counter(f"output/documents/{key}").inc()
-        counter(f"output/characters/{key}").inc(doc["length"])
-        yield element
-
-
-class WriteShards(beam.PTransform):
-    """Kept documents -> OUT/<language>/<bucket>/part-XXXXX.parquet, one file per language,
-    bucket and group of ``segments_per_shard`` input segments. Returns the file summaries."""
-
-    def __init__(self, output: str, segments_per_shard: int):
-        super().__init__()
-        self.output = output
-        self.segments_per_shard = segments_per_shard
-
-    def shard_path(self, element) -> str:
-        order, doc = element
-        shard = order[0] // self.segments_per_shard
-        return f"{doc['language']}/{doc['bucket']}/part-{shard:05d}.parquet"
-
-    def expand(self, docs):
-        return (
-            docs
-            | "Count" >> beam.ParDo(CountOutput())
-            | "KeyByShard" >> beam.Map(lambda element: (self.shard_path(element), element))
-            | "GroupByShard" >> beam.GroupByKey()
-            | "Write" >> beam.ParDo(WriteParquet(self.output))
-        )
-
-
-# --- Commit ------------------------------------------------------------------------------
-
-# A committed segment's documents: the output schema plus the record index, for input order.
-COMMITTED_SCHEMA = ARROW_SCHEMA.append(pa.field("record", pa.int64(), nullable=False))
+def read_committed(work: str, index: int, columns: Optional[List[str]] = None) -> pa.Table:
+    return pq.read_table(io.BytesIO(read_bytes(segment_docs_path(work, index))), columns=columns)
 
 
 class CommitSegment(beam.DoFn):
@@ -465,7 +398,8 @@ class CommitSegment(beam.DoFn):
     ``quarantine/bad-input/<segment>.jsonl``, dropped documents to
     ``quarantine/dropped/<reason>/part-NNNNN.parquet`` (with ``keep_dropped``), the kept
     documents to ``_work/segments/NNNNN.parquet``, and last the marker with its counters.
-    Yields the kept documents, and the counters on ``counters``."""
+    Yields the segment index, its counters on ``counters`` and its documents' (language,
+    perplexity) on ``perplexities``."""
 
     def __init__(self, output: str, work: str, keep_dropped: bool):
         self.output = output
@@ -503,13 +437,16 @@ class CommitSegment(beam.DoFn):
         counters = segment_counters([doc for _, doc in kept], [entry for _, entry in dropped], bad)
         marker = json.dumps({"index": index, "path": path, "counters": counters}, sort_keys=True)
         write_atomically(marker_path(self.work, index), lambda out: out.write(marker.encode("utf-8")))
-        yield from kept
+        yield index
         yield beam.pvalue.TaggedOutput(COUNTERS, counters)
+        for _, doc in kept:
+            if doc["perplexity"] is not None:
+                yield beam.pvalue.TaggedOutput(PERPLEXITIES, (doc["language"], doc["perplexity"]))
 
 
 class CommitSegments(beam.PTransform):
     """{seen, kept, dropped, bad} per-document results -> one commit per segment (see
-    ``CommitSegment``). Returns the kept documents (main) and each segment's counters."""
+    ``CommitSegment``): the committed segment indexes (main), counters, perplexities."""
 
     def __init__(self, output: str, work: str, keep_dropped: bool):
         super().__init__()
@@ -528,18 +465,71 @@ class CommitSegments(beam.PTransform):
             tagged
             | "AllResults" >> beam.Flatten()
             | "GroupBySegment" >> beam.GroupByKey()
-            | "Commit" >> beam.ParDo(CommitSegment(self.output, self.work, self.keep_dropped)).with_outputs(COUNTERS, main=KEPT)
+            | "Commit"
+            >> beam.ParDo(CommitSegment(self.output, self.work, self.keep_dropped)).with_outputs(
+                COUNTERS, PERPLEXITIES, main=KEPT
+            )
         )
 
 
-class ReadCommitted(beam.DoFn):
-    """A segment committed by an earlier run -> its kept documents as (order, Document)."""
+class ReadPerplexities(beam.DoFn):
+    """A segment committed by an earlier run -> its documents' (language, perplexity)."""
 
     def __init__(self, work: str):
         self.work = work
 
     def process(self, index: int):
-        table = pq.read_table(io.BytesIO(read_bytes(segment_docs_path(self.work, index))))
-        for row in table.to_pylist():
-            record = row.pop("record")
-            yield (index, record), row
+        table = read_committed(self.work, index, ["language", "perplexity"])
+        for language, perplexity in zip(*(table.column(c).to_pylist() for c in ("language", "perplexity"))):
+            if perplexity is not None:
+                yield language, perplexity
+
+
+# --- WriteShards -------------------------------------------------------------------------
+
+
+class WriteShardGroup(beam.DoFn):
+    """(shard number, its committed segment indexes) -> one zstd Parquet file per language and
+    bucket, documents in input order, each bucketed with the cutoffs; yields file summaries."""
+
+    def __init__(self, output: str, work: str, buckets: Optional[BucketConfig]):
+        self.output = output
+        self.work = work
+        self.buckets = buckets
+
+    def process(self, group, cutoffs: Cutoffs):
+        shard, indexes = group
+        files: Dict[str, List[Dict]] = {}
+        for index in sorted(indexes):
+            for row in read_committed(self.work, index).to_pylist():
+                del row["record"]  # rows are committed in record order
+                if self.buckets is not None:
+                    row["bucket"] = bucket(row["perplexity"], row["language"], cutoffs, self.buckets)
+                files.setdefault(f"{row['language']}/{row['bucket']}/part-{shard:05d}.parquet", []).append(row)
+        for relative, docs in sorted(files.items()):
+            write_parquet(f"{self.output}/{relative}", docs)
+            counter("output/files").inc()
+            yield {"path": relative, "documents": len(docs), "characters": sum(doc["length"] for doc in docs)}
+
+
+class WriteShards(beam.PTransform):
+    """Committed segment indexes -> OUT/<language>/<bucket>/part-XXXXX.parquet, one file per
+    language, bucket and group of ``segments_per_shard`` segments, read back from the commits
+    (no shuffle of documents) once every segment is in. Returns the file summaries."""
+
+    def __init__(self, output: str, work: str, segments_per_shard: int, buckets: Optional[BucketConfig], cutoffs):
+        super().__init__()
+        self.output = output
+        self.work = work
+        self.segments_per_shard = segments_per_shard
+        self.buckets = buckets
+        self.cutoffs = cutoffs
+
+    def expand(self, indexes):
+        return (
+            indexes
+            | "KeyByShard" >> beam.Map(lambda index: (index // self.segments_per_shard, index))
+            | "GroupByShard" >> beam.GroupByKey()
+            | "Write"
+            >> beam.ParDo(WriteShardGroup(self.output, self.work, self.buckets), beam.pvalue.AsSingleton(self.cutoffs))
+        )

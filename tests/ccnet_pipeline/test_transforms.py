@@ -13,19 +13,22 @@ from ccnet_pipeline.transforms import (
     BAD,
     DROPPED,
     KEPT,
-    Bucket,
     Deduplicate,
     LanguageId,
+    COMMITTED_SCHEMA,
+    PERPLEXITIES,
     SEEN,
     CommitSegments,
+    ComputeCutoffs,
     Perplexity,
     QualitySignals,
-    ReadCommitted,
     WriteShards,
+    segment_docs_path,
+    write_parquet,
 )
 from ccnet_pipeline.wet import BadRecord, ReadConfig, raw_record
 from filters.dedup import DedupConfig
-from filters.document import make_document
+from filters.document import ARROW_SCHEMA, make_document
 from filters.perplexity import PERCENTILES, BucketConfig
 from filters.quality import QualityConfig
 from lid.model import LidConfig
@@ -115,32 +118,55 @@ def test_language_id(lid_model):
         )
 
 
-def test_write_shards_in_input_order(tmp_path):
-    out_dir = str(tmp_path / "corpus")
-    docs = [((1, 0), doc("b" * 5, "fr")), ((0, 3), doc("a" * 4, "fr")), ((0, 1), doc("c" * 3, "en")), ((0, 0), doc("d" * 2, "fr"))]
+def test_cutoffs_from_the_data():
+    pairs = [("en", float(v)) for v in range(1, 102)]
     with pipeline() as p:
-        summaries = p | beam.Create(docs) | WriteShards(out_dir, segments_per_shard=1)
+        cutoffs = p | beam.Create(pairs) | ComputeCutoffs()
+        assert_that(cutoffs, equal_to([{"en": [float(v) for v in range(1, 102)]}]))
+
+
+def test_given_cutoffs():
+    given = {"en": [float(10 * p) for p in PERCENTILES]}
+    with pipeline() as p:
+        assert_that(p | beam.Create([("en", 1.0)]) | ComputeCutoffs(given), equal_to([given]))
+
+
+def commit(tmp_path, index, docs):
+    """Commit ``docs`` as segment ``index`` the way CommitSegment does."""
+    write_parquet(segment_docs_path(str(tmp_path / "_work"), index), [{**d, "record": r} for r, d in docs], COMMITTED_SCHEMA)
+
+
+def test_write_shards_in_input_order_with_buckets(tmp_path):
+    with_ppl = lambda text, lang, ppl: {**doc(text, lang), "perplexity": ppl}
+    commit(tmp_path, 0, [(1, with_ppl("dd", "fr", 5.0)), (3, with_ppl("aaaa", "fr", 50.0)), (4, doc("c" * 3, "en"))])
+    commit(tmp_path, 1, [(0, with_ppl("b" * 5, "fr", 99.0))])
+    cutoffs = {"fr": [float(p) for p in PERCENTILES]}
+    with pipeline() as p:
+        given = p | "Cutoffs" >> beam.Create([cutoffs])
+        summaries = p | beam.Create([0, 1]) | WriteShards(str(tmp_path), str(tmp_path / "_work"), 1, BucketConfig(), given)
         assert_that(summaries, equal_to([
-            {"path": "fr/all/part-00000.parquet", "documents": 2, "characters": 6},
-            {"path": "fr/all/part-00001.parquet", "documents": 1, "characters": 5},
+            {"path": "fr/head/part-00000.parquet", "documents": 1, "characters": 2},
+            {"path": "fr/middle/part-00000.parquet", "documents": 1, "characters": 4},
             {"path": "en/all/part-00000.parquet", "documents": 1, "characters": 3},
+            {"path": "fr/tail/part-00001.parquet", "documents": 1, "characters": 5},
         ]))
-    table = pq.read_table(f"{out_dir}/fr/all/part-00000.parquet")
-    assert table.column("raw_content").to_pylist() == ["dd", "aaaa"]  # (0,0) before (0,3)
-    assert pq.ParquetFile(f"{out_dir}/fr/all/part-00000.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
+    assert pq.read_table(tmp_path / "fr/middle/part-00000.parquet").schema == ARROW_SCHEMA
+    assert pq.ParquetFile(tmp_path / "fr/head/part-00000.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def test_write_shards_groups_segments(tmp_path):
-    out_dir = str(tmp_path / "corpus")
-    docs = [((s, 0), doc("x", "en")) for s in range(5)]
+def test_write_shards_groups_segments_in_order(tmp_path):
+    for s in range(5):
+        commit(tmp_path, s, [(0, doc(f"segment {s}", "en"))])
     with pipeline() as p:
-        p | beam.Create(docs) | WriteShards(out_dir, segments_per_shard=2)
-    assert sorted(f.name for f in (tmp_path / "corpus" / "en" / "all").iterdir()) == [
-        "part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+        cutoffs = p | "Cutoffs" >> beam.Create([{}])
+        p | beam.Create(range(5)) | WriteShards(str(tmp_path), str(tmp_path / "_work"), 2, None, cutoffs)
+    folder = tmp_path / "en" / "all"
+    assert sorted(f.name for f in folder.iterdir()) == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert pq.read_table(folder / "part-00001.parquet").column("raw_content").to_pylist() == ["segment 2", "segment 3"]
 
 
-def test_commit_segments_and_read_them_back(tmp_path):
+def test_commit_segments(tmp_path):
     work = str(tmp_path / "_work")
     bad = BadRecord("invalid_utf8", "seg/a.wet.gz", 10, "<id>", "why", b"\xff")
     kept = [((3, 2), {**doc("second"), "language": "en", "language_score": 0.9}), ((3, 0), {**doc("first"), "language": "en"})]
@@ -152,7 +178,8 @@ def test_commit_segments_and_read_them_back(tmp_path):
     }
     with pipeline() as p:
         out = {tag: p | f"Create{tag}" >> beam.Create(values) for tag, values in results.items()} | CommitSegments(str(tmp_path), work, keep_dropped=True)
-        assert_that(out[KEPT] | beam.Map(lambda e: e[0]), equal_to([(3, 0), (3, 2)]), label="kept")
+        assert_that(out[KEPT], equal_to([3]), label="committed")
+        assert_that(out[PERPLEXITIES], equal_to([]), label="perplexities")
         assert_that(out["counters"] | beam.Map(lambda c: (c["read/documents"], c["read/bad/invalid_utf8"], c["lid/dropped/not_selected"])),
                     equal_to([(3, 1, 1)]), label="counters")
     marker = json.loads((tmp_path / "_work/segments/00003.json").read_text())
@@ -160,10 +187,7 @@ def test_commit_segments_and_read_them_back(tmp_path):
     lines = (tmp_path / "quarantine/bad-input/seg_a.wet.gz.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["payload_base64"] == "/w=="
     assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00003.parquet").column("language").to_pylist() == ["de"]
-    with pipeline() as p:
-        back = p | beam.Create([3]) | beam.ParDo(ReadCommitted(work))
-        assert_that(back | beam.Map(lambda e: (e[0], e[1]["raw_content"], "record" in e[1])),
-                    equal_to([((3, 0), "first", False), ((3, 2), "second", False)]))
+    assert pq.read_table(tmp_path / "_work/segments/00003.parquet").column("record").to_pylist() == [0, 2]
 
 
 def test_write_atomically_replaces_and_leaves_no_temporary(tmp_path):
@@ -192,27 +216,3 @@ def test_perplexity(lm_dir):
     with pipeline() as p:
         out = p | beam.Create(docs) | Perplexity(str(lm_dir))
         assert_that(out | beam.Map(lambda e: (e[0], e[1]["perplexity"] is None)), equal_to([((0, 0), False), ((0, 1), True)]))
-
-
-def _with_perplexity(values, language="en"):
-    return [((0, i), {**doc("x", language), "perplexity": float(v)}) for i, v in enumerate(values)]
-
-
-def test_bucket_computes_cutoffs_from_the_data():
-    docs = _with_perplexity(range(1, 102)) + [((1, 0), {**doc("x", "fr"), "perplexity": None})]
-    with pipeline() as p:
-        bucketed, cutoffs = p | beam.Create(docs) | Bucket(BucketConfig())
-        assert_that(cutoffs, equal_to([{"en": [float(v) for v in range(1, 102)]}]), label="cutoffs")
-        assert_that(
-            bucketed | beam.Map(lambda e: e[1]["bucket"]) | beam.combiners.Count.PerElement(),
-            equal_to([("head", 30), ("middle", 31), ("tail", 40), ("all", 1)]),
-            label="buckets",
-        )
-
-
-def test_bucket_with_given_cutoffs():
-    given = {"en": [float(10 * p) for p in PERCENTILES]}
-    with pipeline() as p:
-        bucketed, cutoffs = p | beam.Create(_with_perplexity([5, 299, 300, 601])) | Bucket(BucketConfig(), given)
-        assert_that(bucketed | beam.Map(lambda e: e[1]["bucket"]), equal_to(["head", "head", "middle", "tail"]), label="b")
-        assert_that(cutoffs, equal_to([given]), label="c")
