@@ -378,11 +378,11 @@ COMMITTED_SCHEMA = ARROW_SCHEMA.append(pa.field("record", pa.int64(), nullable=F
 PERPLEXITIES = "perplexities"
 
 
-def write_parquet(path: str, rows: List[Dict], schema: pa.Schema = ARROW_SCHEMA) -> None:
-    """``rows`` as one zstd Parquet file, in row groups, written atomically."""
+def write_parquet(path: str, rows: List[Dict], schema: pa.Schema = ARROW_SCHEMA, compression: str = "zstd") -> None:
+    """``rows`` as one Parquet file, in row groups, written atomically."""
 
     def write(stream):
-        with pq.ParquetWriter(stream, schema, compression="zstd") as writer:
+        with pq.ParquetWriter(stream, schema, compression=compression) as writer:
             for start in range(0, len(rows), ROWS_PER_ROW_GROUP):
                 writer.write_table(pa.Table.from_pylist(rows[start : start + ROWS_PER_ROW_GROUP], schema=schema))
 
@@ -433,6 +433,7 @@ class CommitSegment(beam.DoFn):
             segment_docs_path(self.work, index),
             [{**doc, "record": order[1]} for order, doc in kept],
             COMMITTED_SCHEMA,
+            compression="lz4",  # read once more and deleted: speed over size
         )
         counters = segment_counters([doc for _, doc in kept], [entry for _, entry in dropped], bad)
         marker = json.dumps({"index": index, "path": path, "counters": counters}, sort_keys=True)
@@ -455,10 +456,18 @@ class CommitSegments(beam.PTransform):
         self.keep_dropped = keep_dropped
 
     def expand(self, results):
+        keep_text = self.keep_dropped
+
+        def tag_dropped(element):
+            order, (reason, doc) = element
+            if not keep_text:  # only counted: no need to shuffle the text
+                doc = {**doc, "raw_content": "", "title": ""}
+            return order[0], (DROPPED, (order, (reason, doc)))
+
         tagged = (
             results[SEEN] | "TagSeen" >> beam.Map(lambda e: (e[0], (SEEN, e[1]))),
             results[KEPT] | "TagKept" >> beam.Map(lambda e: (e[0][0], (KEPT, e))),
-            results[DROPPED] | "TagDropped" >> beam.Map(lambda e: (e[0][0], (DROPPED, e))),
+            results[DROPPED] | "TagDropped" >> beam.Map(tag_dropped),
             results[BAD] | "TagBad" >> beam.Map(lambda e: (e[0], (BAD, e[1]))),
         )
         return (
