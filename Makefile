@@ -20,6 +20,8 @@ TEXT_DIR ?= $(SAMPLE)/reference
 BEAM_ARGS ?=
 PYTEST_ARGS ?=
 
+comma := ,
+
 # KenLM's model builders (lmplz, build_binary) are packaged nowhere: built from the kenlm sdist.
 KENLM_VERSION := 0.3.0
 KENLM_DIR := .kenlm
@@ -73,8 +75,12 @@ corpus: $(VENV)/.installed
 	$(PY) -m ccnet_pipeline mine --dump $(DUMP) --segments $(SEGMENTS) --cache $(CACHE) --output $(OUT) --langs $(LANGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
 else ifeq ($(strip $(INPUT)),)
 SAMPLE_LM := $(if $(LM_DIR),$(LM_DIR),out/lm)
-corpus: $(SAMPLE)/.done $(KENLM_DIR)/bin/lmplz
+# Reference models for the sample, trained once from its reference text (again when LANGS change).
+$(SAMPLE_LM)/.done-$(subst $(comma),_,$(LANGS)): $(SAMPLE)/.done $(KENLM_DIR)/bin/lmplz
 	$(MAKE) --no-print-directory lm LANGS=$(LANGS) TEXT_DIR=$(SAMPLE)/reference LM_DIR=$(SAMPLE_LM)
+	touch $@
+
+corpus: $(SAMPLE_LM)/.done-$(subst $(comma),_,$(LANGS))
 	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs $(LANGS) --lm-dir $(SAMPLE_LM) --overwrite $(BEAM_ARGS)
 else
 corpus: $(VENV)/.installed
