@@ -153,9 +153,9 @@ class HashSegment(beam.DoFn):
                 )
                 hashes, positions = segment_line_hashes(records)
             write_atomically(committed, lambda out: np.save(out, np.stack([hashes, positions])))
-        for bucket, (bucket_hashes, bucket_positions) in enumerate(split_by_bucket(hashes, positions, self.buckets)):
+        for hash_bucket, (bucket_hashes, bucket_positions) in enumerate(split_by_bucket(hashes, positions, self.buckets)):
             if len(bucket_hashes):
-                yield bucket, (index, bucket_hashes, bucket_positions)
+                yield hash_bucket, (index, bucket_hashes, bucket_positions)
 
 
 def find_duplicates(bucket_parts: Tuple[int, Iterable], mode: str):

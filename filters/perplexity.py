@@ -12,7 +12,7 @@ import io
 import math
 import os
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from filters.normalize import normalize_lines_for_lm
 

@@ -3,7 +3,7 @@ import io
 
 import pytest
 
-from ccnet_pipeline.wet import BadRecord, WetPage, raw_record, read_segment, write_wet
+from ccnet_pipeline.wet import BadRecord, raw_record, read_segment, write_wet
 from tests.conftest import SHARED_DATA, page, paragraphs
 
 

@@ -1,7 +1,5 @@
 import json
 
-import pytest
-
 from filters import train_lm
 from filters.perplexity import LanguageModel
 
