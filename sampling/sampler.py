@@ -1,0 +1,128 @@
+"""MultilingualSampler: documents from a corpus folder's Parquet shards, language by language
+with XLM-R's smoothed probabilities; deterministic, resumable, split across DDP ranks."""
+from __future__ import annotations
+
+import json
+import os
+import random
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from sampling.probs import language_probs
+
+COLUMNS = ("url", "language", "bucket", "raw_content", "length")
+
+
+class _LanguageStream:
+    """One language's documents for one rank, epoch after epoch.
+
+    The shuffle works in two levels, both seeded by (seed, language, epoch): the order of the
+    row groups of all the language's files, and the documents inside each row group (the
+    shuffle buffer: one row group, up to 4,096 documents). Rank r of w keeps the documents at
+    positions r, r + w, ... of each row group, so ranks never share a document. The position
+    (epoch, row group, offset) is the whole state: a resumed stream skips what was consumed."""
+
+    def __init__(self, files: Sequence[str], language: str, seed: int, rank: int, world_size: int):
+        self.language, self.seed, self.rank, self.world_size = language, seed, rank, world_size
+        self.units: List[Tuple[str, int]] = [
+            (path, group) for path in files for group in range(pq.ParquetFile(path).num_row_groups)
+        ]
+        if not self.units:
+            raise ValueError(f"no documents for language {language}")
+        self.epoch = self.unit = self.offset = 0
+        self._rows: Optional[List[Dict]] = None
+
+    def _order(self) -> List[int]:
+        order = list(range(len(self.units)))
+        random.Random(f"{self.seed}:{self.language}:{self.epoch}").shuffle(order)
+        return order
+
+    def _load(self) -> List[Dict]:
+        path, group = self.units[self._order()[self.unit]]
+        rows = pq.ParquetFile(path).read_row_group(group, columns=list(COLUMNS)).to_pylist()[self.rank :: self.world_size]
+        random.Random(f"{self.seed}:{self.language}:{self.epoch}:{self.unit}").shuffle(rows)
+        return rows
+
+    def next(self) -> Dict:
+        empty_units = 0
+        while True:
+            if self._rows is None:
+                self._rows = self._load()
+            if self.offset < len(self._rows):
+                self.offset += 1
+                return self._rows[self.offset - 1]
+            empty_units = empty_units + 1 if not self._rows else 0
+            if empty_units > len(self.units):
+                raise ValueError(f"rank {self.rank} of {self.world_size} has no {self.language} documents")
+            self._rows, self.offset, self.unit = None, 0, self.unit + 1
+            if self.unit == len(self.units):
+                self.epoch, self.unit = self.epoch + 1, 0
+
+    def state(self) -> Dict[str, int]:
+        return {"epoch": self.epoch, "unit": self.unit, "offset": self.offset}
+
+    def restore(self, state: Dict[str, int]) -> None:
+        self.epoch, self.unit, self.offset = state["epoch"], state["unit"], state["offset"]
+        self._rows = None
+
+
+class MultilingualSampler:
+    """Iterate documents (dicts with ``url``, ``language``, ``bucket``, ``raw_content``,
+    ``length``) drawn language by language with p ∝ q^alpha, q being each language's share of
+    ``unit`` (characters or documents) in the selected ``buckets`` of the corpus.
+
+    Deterministic for a seed; ``state_dict()`` / ``load_state_dict()`` resume exactly where it
+    stopped; rank r of ``world_size`` reads documents no other rank reads; ``epochs`` counts the
+    complete passes over each language (a language that runs out starts again)."""
+
+    def __init__(
+        self,
+        corpus_dir: str,
+        alpha: float = 0.3,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        buckets: Optional[Sequence[str]] = None,
+        unit: str = "characters",
+    ):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
+        with open(os.path.join(corpus_dir, "manifest.json")) as handle:
+            manifest = json.load(handle)
+        wanted = set(buckets) if buckets else None
+        sizes: Dict[str, int] = {}
+        files: Dict[str, List[str]] = {}
+        for entry in manifest["files"]:
+            language, bucket, _ = entry["path"].split("/")
+            if wanted is None or bucket in wanted:
+                sizes[language] = sizes.get(language, 0) + entry[unit]
+                files.setdefault(language, []).append(os.path.join(corpus_dir, entry["path"]))
+        if not sizes:
+            raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(wanted or [])}")
+        self.probs = language_probs(sizes, alpha)
+        self.languages = sorted(self.probs)
+        self._p = np.array([self.probs[lang] for lang in self.languages])
+        self._rng = np.random.default_rng([seed, rank])
+        self._streams = {lang: _LanguageStream(sorted(files[lang]), lang, seed, rank, world_size) for lang in self.languages}
+
+    def __iter__(self) -> Iterator[Dict]:
+        return self
+
+    def __next__(self) -> Dict:
+        language = self.languages[self._rng.choice(len(self.languages), p=self._p)]
+        return self._streams[language].next()
+
+    @property
+    def epochs(self) -> Dict[str, int]:
+        return {lang: stream.epoch for lang, stream in self._streams.items()}
+
+    def state_dict(self) -> Dict:
+        """JSON-serializable state: the language-choice generator and each language's position."""
+        return {"rng": self._rng.bit_generator.state, "streams": {l: s.state() for l, s in self._streams.items()}}
+
+    def load_state_dict(self, state: Dict) -> None:
+        self._rng.bit_generator.state = state["rng"]
+        for language, stream_state in state["streams"].items():
+            self._streams[language].restore(stream_state)
