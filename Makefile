@@ -28,7 +28,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample test bench-pipeline bench-perplexity worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer test bench-pipeline bench-perplexity worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -86,6 +86,12 @@ else
 corpus: $(VENV)/.installed
 	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
 endif
+
+# The shared SentencePiece vocabulary, trained on text the language sampler draws from the corpus.
+TOK   ?= out/tokenizer
+VOCAB ?= 250000
+tokenizer: corpus
+	$(PY) -m tokenizer train --corpus $(OUT) --out $(TOK) --vocab-size $(VOCAB)
 
 test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -94,10 +94,12 @@ class MultilingualSampler:
         wanted = set(buckets) if buckets else None
         sizes: Dict[str, int] = {}
         files: Dict[str, List[str]] = {}
+        self.documents = 0  # in the selected shards
         for entry in manifest["files"]:
             language, bucket, _ = entry["path"].split("/")
             if wanted is None or bucket in wanted:
                 sizes[language] = sizes.get(language, 0) + entry[unit]
+                self.documents += entry["documents"]
                 files.setdefault(language, []).append(os.path.join(corpus_dir, entry["path"]))
         if not sizes:
             raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(wanted or [])}")

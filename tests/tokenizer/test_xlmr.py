@@ -1,0 +1,90 @@
+import pytest
+import sentencepiece
+
+from tokenizer import XLMRTokenizer
+from tokenizer.__main__ import main as tokenizer_main
+from tokenizer.xlmr import BOS, EOS, PAD, UNK
+
+# One line in each of 12 scripts.
+SCRIPTS = {
+    "Latin": "The library opens every morning at nine.",
+    "Cyrillic": "Библиотека открывается каждое утро в девять.",
+    "Greek": "Η βιβλιοθήκη ανοίγει κάθε πρωί στις εννέα.",
+    "Arabic": "تفتح المكتبة كل صباح في الساعة التاسعة.",
+    "Hebrew": "הספרייה נפתחת כל בוקר בשעה תשע.",
+    "Devanagari": "पुस्तकालय हर सुबह नौ बजे खुलता है।",
+    "Han": "图书馆每天早上九点开门。",
+    "Japanese": "図書館は毎朝九時に開きます。",
+    "Hangul": "도서관은 매일 아침 아홉 시에 문을 엽니다.",
+    "Thai": "ห้องสมุดเปิดทุกเช้าเวลาเก้าโมง",
+    "Georgian": "ბიბლიოთეკა ყოველ დილით ცხრა საათზე იხსნება.",
+    "Armenian": "Գրադարանը բացվում է ամեն առավոտ ժամը ինը։",
+}
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sp")
+    text = root / "text.txt"
+    text.write_text("\n".join(list(SCRIPTS.values()) * 20), encoding="utf-8")
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(text), model_prefix=str(root / "sp"), vocab_size=400, hard_vocab_limit=False,
+        character_coverage=1.0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1, minloglevel=2,
+    )
+    return str(root / "sp.model")
+
+
+def test_fairseq_conventions(model):
+    tok = XLMRTokenizer(model)
+    sp = sentencepiece.SentencePieceProcessor(model_file=model)
+    assert (BOS, PAD, EOS, UNK) == (0, 1, 2, 3)
+    assert [tok.piece(i) for i in range(4)] == ["<s>", "<pad>", "</s>", "<unk>"]
+    assert tok.mask == sp.get_piece_size() + 1 == tok.vocab_size - 1 and tok.piece(tok.mask) == "<mask>"
+    text = SCRIPTS["Latin"]
+    assert tok.encode(text) == [0, *(i + 1 for i in sp.encode(text)), 2]
+    assert tok.encode("a b", "c") == [0, *tok.encode("a b")[1:-1], 2, 2, *tok.encode("c")[1:-1], 2]
+    assert UNK in tok.encode("☃")  # an unseen character is <unk> (3), not SentencePiece's 0
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_decode_encode_round_trip(model, script):
+    tok = XLMRTokenizer(model)
+    assert tok.decode(tok.encode(SCRIPTS[script])) == SCRIPTS[script]
+
+
+def test_rejects_a_model_with_other_special_ids(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("abc def ghi\n" * 50)
+    sentencepiece.SentencePieceTrainer.train(input=str(text), model_prefix=str(tmp_path / "m"), vocab_size=20,
+                                             hard_vocab_limit=False, unk_id=3, bos_id=0, eos_id=1, pad_id=2, minloglevel=2)
+    with pytest.raises(ValueError, match="<unk>=0"):
+        XLMRTokenizer(str(tmp_path / "m.model"))
+
+
+def test_train_from_a_corpus_with_the_sampler(tmp_path, capsys):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from filters.document import ARROW_SCHEMA, make_document
+
+    corpus = tmp_path / "corpus"
+    files = []
+    for language, text in (("en", SCRIPTS["Latin"]), ("ru", SCRIPTS["Cyrillic"]), ("hi", SCRIPTS["Devanagari"])):
+        (corpus / language / "all").mkdir(parents=True)
+        docs = [{**make_document(url=f"u{i}", date_download="d", digest="x", title="t", raw_content=f"{text} {i}",
+                                 cc_segment="s"), "language": language} for i in range(50)]
+        pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), corpus / language / "all" / "part-00000.parquet")
+        files.append({"path": f"{language}/all/part-00000.parquet", "documents": 50, "characters": sum(d["length"] for d in docs)})
+    (corpus / "manifest.json").write_text(json.dumps({"files": files}))
+    out = tmp_path / "tok"
+    assert tokenizer_main(["train", "--corpus", str(corpus), "--out", str(out), "--vocab-size", "300", "--sample-documents", "300"]) == 0
+    tok = XLMRTokenizer(str(out / "sentencepiece.model"))
+    info = json.loads((out / "tokenizer.json").read_text())
+    assert set(info["documents_per_language"]) == {"en", "ru", "hi"}
+    dict_lines = (out / "dict.txt").read_text(encoding="utf-8").splitlines()
+    assert len(dict_lines) == tok.vocab_size - 5  # all pieces but <unk>, <s>, </s>; <pad> and <mask> implicit
+    piece, count = dict_lines[0].rsplit(" ", 1)
+    assert piece == tok.piece(4) and int(count) >= 1
+    assert tok.decode(tok.encode(SCRIPTS["Devanagari"])) == SCRIPTS["Devanagari"]

@@ -1,0 +1,36 @@
+"""python -m tokenizer train --corpus CORPUS_DIR --out TOK_DIR [--vocab-size N] [--alpha 0.3] ..."""
+import argparse
+import sys
+
+from tokenizer.train import TokenizerConfig, train_tokenizer
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tokenizer", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="train the SentencePiece vocabulary on sampled corpus text")
+    train.add_argument("--corpus", required=True, help="corpus folder (manifest.json and shards)")
+    train.add_argument("--out", required=True, help="folder for sentencepiece.model, dict.txt, tokenizer.json")
+    train.add_argument("--vocab-size", type=int, default=250_000)
+    train.add_argument("--alpha", type=float, default=0.3)
+    train.add_argument("--sample-documents", type=int, default=1_000_000)
+    train.add_argument("--input-sentence-size", type=int, default=10_000_000)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--buckets", default=None, help="comma list, e.g. head,middle (default: all)")
+    args = parser.parse_args(argv)
+    try:
+        config = TokenizerConfig(
+            vocab_size=args.vocab_size, alpha=args.alpha, sample_documents=args.sample_documents,
+            input_sentence_size=args.input_sentence_size, seed=args.seed,
+            buckets=tuple(args.buckets.split(",")) if args.buckets else None,
+        )
+        summary = train_tokenizer(args.corpus, args.out, config)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{summary['pieces']} pieces from {sum(summary['documents_per_language'].values())} sampled documents -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
