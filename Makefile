@@ -28,7 +28,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer test bench-pipeline bench-perplexity worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize test bench-pipeline bench-perplexity worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -92,6 +92,12 @@ TOK   ?= out/tokenizer
 VOCAB ?= 250000
 tokenizer: corpus
 	$(PY) -m tokenizer train --corpus $(OUT) --out $(TOK) --vocab-size $(VOCAB)
+
+# Training blocks of TOKENS_PER_SAMPLE ids per language, for the trainer.
+DATA ?= out/data
+TOKENS_PER_SAMPLE ?= 512
+tokenize: tokenizer
+	$(PY) -m tokenizer pack --corpus $(OUT) --tokenizer $(TOK) --out $(DATA) --tokens-per-sample $(TOKENS_PER_SAMPLE)
 
 test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -1,7 +1,9 @@
-"""python -m tokenizer train --corpus CORPUS_DIR --out TOK_DIR [--vocab-size N] [--alpha 0.3] ..."""
+"""python -m tokenizer train --corpus CORPUS_DIR --out TOK_DIR [--vocab-size N] [--alpha 0.3] ...
+python -m tokenizer pack --corpus CORPUS_DIR --tokenizer TOK_DIR --out DATA_DIR [--tokens-per-sample 512]"""
 import argparse
 import sys
 
+from tokenizer.pack import pack_corpus
 from tokenizer.train import TokenizerConfig, train_tokenizer
 
 
@@ -17,12 +19,29 @@ def main(argv=None) -> int:
     train.add_argument("--input-sentence-size", type=int, default=2_000_000, help="lines SentencePiece loads: about 3.5 GB of RAM per million")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--buckets", default=None, help="comma list, e.g. head,middle (default: all)")
+    pack = sub.add_parser("pack", help="token ids in blocks of --tokens-per-sample, per language, memory-mappable")
+    pack.add_argument("--corpus", required=True)
+    pack.add_argument("--tokenizer", required=True, help="folder with sentencepiece.model")
+    pack.add_argument("--out", required=True)
+    pack.add_argument("--tokens-per-sample", type=int, default=512)
+    pack.add_argument("--buckets", default=None, help="comma list, e.g. head,middle (default: all)")
     args = parser.parse_args(argv)
+    buckets = tuple(args.buckets.split(",")) if args.buckets else None
+    if args.command == "pack":
+        try:
+            manifest = pack_corpus(args.corpus, args.tokenizer, args.out, args.tokens_per_sample, buckets)
+        except (OSError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        blocks = sum(v["blocks"] for v in manifest["languages"].values())
+        tokens = sum(v["tokens"] for v in manifest["languages"].values())
+        print(f"{blocks} blocks, {tokens} tokens in {len(manifest['languages'])} languages -> {args.out}")
+        return 0
     try:
         config = TokenizerConfig(
             vocab_size=args.vocab_size, alpha=args.alpha, sample_documents=args.sample_documents,
             input_sentence_size=args.input_sentence_size, seed=args.seed,
-            buckets=tuple(args.buckets.split(",")) if args.buckets else None,
+            buckets=buckets,
         )
         summary = train_tokenizer(args.corpus, args.out, config)
     except (OSError, ValueError) as error:

@@ -1,0 +1,100 @@
+"""Documents -> token ids -> fixed-length training blocks in memory-mappable shards.
+
+Each paragraph's ids end with ``</s>`` (so documents and paragraphs stay delimited, as fairseq's
+``complete`` mode keeps them), the ids of a language's documents are concatenated in corpus order
+and cut into blocks of ``tokens_per_sample``, each starting with ``<s>``: no padding, except that
+the last block of a language may be shorter. Per language, ``DATA/<lang>.bin`` holds the uint32
+ids of all its blocks back to back and ``DATA/<lang>.idx.npy`` each block's (offset, length);
+``DATA/manifest.json`` the vocabulary size, ``tokens_per_sample`` and counts per language.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
+
+INDEX_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i4")])
+
+
+def document_ids(tokenizer: XLMRTokenizer, text: str) -> List[int]:
+    """A document's ids, ``</s>`` after each paragraph (line)."""
+    ids: List[int] = []
+    for paragraph in text.split("\n"):
+        if paragraph.strip():
+            ids += tokenizer.encode(paragraph)[1:]  # without <s>, with </s>
+    return ids
+
+
+def pack_blocks(documents: Iterable[Sequence[int]], tokens_per_sample: int) -> Iterator[np.ndarray]:
+    """Blocks of ``tokens_per_sample`` ids, each ``<s>`` then the next ids of the stream."""
+    if tokens_per_sample < 2:
+        raise ValueError("tokens_per_sample must be >= 2")
+    room = tokens_per_sample - 1
+    pending: List[int] = []
+    for ids in documents:
+        pending.extend(ids)
+        while len(pending) >= room:
+            yield np.array([BOS, *pending[:room]], dtype=np.uint32)
+            del pending[:room]
+    if pending:
+        yield np.array([BOS, *pending], dtype=np.uint32)
+
+
+def pack_corpus(
+    corpus_dir: str, tokenizer_dir: str, out_dir: str, tokens_per_sample: int = 512, buckets: Optional[Sequence[str]] = None
+) -> Dict:
+    """Pack every language of a corpus folder; returns (and writes) the manifest."""
+    tokenizer = XLMRTokenizer(os.path.join(tokenizer_dir, "sentencepiece.model"))
+    with open(os.path.join(corpus_dir, "manifest.json")) as handle:
+        entries = json.load(handle)["files"]
+    files: Dict[str, List[str]] = {}
+    for entry in entries:
+        language, bucket, _ = entry["path"].split("/")
+        if not buckets or bucket in buckets:
+            files.setdefault(language, []).append(os.path.join(corpus_dir, entry["path"]))
+    os.makedirs(out_dir, exist_ok=True)
+    languages = {}
+    for language in sorted(files):
+        def texts():
+            for path in sorted(files[language]):
+                yield from pq.read_table(path, columns=["raw_content"]).column("raw_content").to_pylist()
+
+        blocks = pack_blocks((document_ids(tokenizer, text) for text in texts()), tokens_per_sample)
+        languages[language] = _write_language(out_dir, language, blocks)
+    manifest = {
+        "vocab_size": tokenizer.vocab_size,
+        "tokens_per_sample": tokens_per_sample,
+        "tokenizer": os.path.abspath(tokenizer_dir),
+        "corpus": os.path.abspath(corpus_dir),
+        "buckets": list(buckets) if buckets else None,
+        "languages": languages,
+    }
+    with open(os.path.join(out_dir, "manifest.json.tmp"), "w") as handle:
+        json.dump(manifest, handle, indent=2, sort_keys=True)
+    os.replace(os.path.join(out_dir, "manifest.json.tmp"), os.path.join(out_dir, "manifest.json"))
+    return manifest
+
+
+def _write_language(out_dir: str, language: str, blocks: Iterable[np.ndarray]) -> Dict[str, int]:
+    tokens_path, index_path = os.path.join(out_dir, f"{language}.bin"), os.path.join(out_dir, f"{language}.idx.npy")
+    index, offset = [], 0
+    with open(tokens_path + ".tmp", "wb") as out:
+        for block in blocks:
+            out.write(block.astype("<u4").tobytes())
+            index.append((offset, len(block)))
+            offset += len(block)
+    np.save(index_path + ".tmp.npy", np.array(index, dtype=INDEX_DTYPE))
+    os.replace(tokens_path + ".tmp", tokens_path)
+    os.replace(index_path + ".tmp.npy", index_path)
+    return {"blocks": len(index), "tokens": offset}
+
+
+def load_blocks(data_dir: str, language: str):
+    """(memory-mapped uint32 ids, block index) of one language of a packed folder."""
+    tokens = np.memmap(os.path.join(data_dir, f"{language}.bin"), dtype="<u4", mode="r")
+    return tokens, np.load(os.path.join(data_dir, f"{language}.idx.npy"))
