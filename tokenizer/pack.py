@@ -16,7 +16,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 import numpy as np
 import pyarrow.parquet as pq
 
-from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
+from tokenizer.xlmr import BOS, XLMRTokenizer
 
 INDEX_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i4")])
 

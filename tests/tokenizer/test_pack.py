@@ -5,7 +5,7 @@ import pytest
 
 from tokenizer.pack import document_ids, load_blocks, pack_blocks, pack_corpus
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
-from tests.tokenizer.test_xlmr import SCRIPTS, model  # noqa: F401  (the module's SentencePiece fixture)
+from tests.tokenizer.conftest import SCRIPTS
 
 
 def test_blocks_start_with_bos_and_keep_the_stream():
