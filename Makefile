@@ -28,7 +28,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize test bench-pipeline bench-perplexity worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize test bench-pipeline bench-perplexity bench-stream worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -107,6 +107,9 @@ bench-pipeline: $(VENV)/.installed
 
 bench-perplexity: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) bench/perplexity.py
+
+bench-stream: tokenize
+	$(PY) bench/stream.py --corpus $(OUT) --tokenizer $(TOK) --data $(DATA)
 
 # The package cluster workers install (Dataflow: --extra_package; Flink/Spark: worker/Dockerfile).
 worker-package: $(VENV)/.installed

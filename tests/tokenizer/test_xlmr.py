@@ -60,3 +60,24 @@ def test_train_from_a_corpus_with_the_sampler(tmp_path, capsys):
     piece, count = dict_lines[0].rsplit(" ", 1)
     assert piece == tok.piece(4) and int(count) >= 1
     assert tok.decode(tok.encode(SCRIPTS["Devanagari"])) == SCRIPTS["Devanagari"]
+
+
+def _xlmr_model():
+    """XLM-R's released sentencepiece.bpe.model, where one is supplied ($XLMR_SENTENCEPIECE or
+    ../shared/data/xlmr/sentencepiece.bpe.model); it cannot be downloaded offline."""
+    import os
+
+    from tests.conftest import SHARED_DATA
+
+    for path in (os.environ.get("XLMR_SENTENCEPIECE", ""), str(SHARED_DATA / "xlmr" / "sentencepiece.bpe.model")):
+        if path and os.path.isfile(path):
+            return path
+    return None
+
+
+@pytest.mark.skipif(_xlmr_model() is None, reason="XLM-R's sentencepiece.bpe.model not supplied")
+def test_xlmr_released_model_gives_fairseq_ids():
+    tok = XLMRTokenizer(_xlmr_model())
+    assert tok.encode("Hello world!") == [0, 35378, 8999, 38, 2]
+    assert tok.encode("Bonjour le monde") == [0, 84602, 95, 11146, 2]
+    assert tok.vocab_size == 250002 and tok.mask == 250001
