@@ -60,11 +60,8 @@ def pack_corpus(
     os.makedirs(out_dir, exist_ok=True)
     languages = {}
     for language in sorted(files):
-        def texts():
-            for path in sorted(files[language]):
-                yield from pq.read_table(path, columns=["raw_content"]).column("raw_content").to_pylist()
-
-        blocks = pack_blocks((document_ids(tokenizer, text) for text in texts()), tokens_per_sample)
+        texts = _texts(sorted(files[language]))
+        blocks = pack_blocks((document_ids(tokenizer, text) for text in texts), tokens_per_sample)
         languages[language] = _write_language(out_dir, language, blocks)
     manifest = {
         "vocab_size": tokenizer.vocab_size,
@@ -78,6 +75,11 @@ def pack_corpus(
         json.dump(manifest, handle, indent=2, sort_keys=True)
     os.replace(os.path.join(out_dir, "manifest.json.tmp"), os.path.join(out_dir, "manifest.json"))
     return manifest
+
+
+def _texts(paths: Sequence[str]) -> Iterator[str]:
+    for path in paths:
+        yield from pq.read_table(path, columns=["raw_content"]).column("raw_content").to_pylist()
 
 
 def _write_language(out_dir: str, language: str, blocks: Iterable[np.ndarray]) -> Dict[str, int]:
