@@ -164,7 +164,7 @@ def _check_language_models(lm_dir: str) -> None:
 
 def _mine(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.config import MineConfig
-    from ccnet_pipeline.pipeline import is_complete, list_segments, load_cutoffs, run
+    from ccnet_pipeline.pipeline import is_complete, list_segments, load_cutoffs, read_bytes, run
 
     inputs = tuple(_download(args)) if args.dump else (args.input,)
     try:
@@ -206,8 +206,7 @@ def _mine(args, beam_args: List[str]) -> int:
         raise UsageError(str(error)) from None
     if is_complete(config.output):
         print(f"{config.output} already holds this job's finished output")
-        with open(os.path.join(config.output, "stats.json")) as handle:
-            stats = json.load(handle)
+        stats = json.loads(read_bytes(f"{config.output}/stats.json"))
     else:
         stats = run(config, beam_args)
     print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {config.output}")

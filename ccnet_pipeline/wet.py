@@ -31,6 +31,8 @@ _READ_BYTES = 1024 * 1024
 QUARANTINE_PAYLOAD_BYTES = 64 * 1024  # how much of a bad record's bytes the quarantine keeps
 
 FORMATS = ("wet", "warc")
+
+
 BAD_KINDS = (
     "empty_file",  # a zero-length file
     "corrupt_gzip",  # a gzip member that does not decompress (garbage bytes included)
@@ -49,6 +51,11 @@ BAD_KINDS = (
 )
 DEFAULT_MAX_RECORD_BYTES = 32 * 1024 * 1024
 _HTML = re.compile(rb"<(?:!doctype\s+html|html|head|body|div|script)\b", re.IGNORECASE)
+
+
+def check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
 
 
 @dataclass(frozen=True)
@@ -177,8 +184,7 @@ class SegmentReader:
     """Reads one file; holds the format, the record-size cap and the ids seen so far."""
 
     def __init__(self, cc_segment: str, fmt: str = "wet", max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES):
-        if fmt not in FORMATS:
-            raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+        check_format(fmt)
         self.cc_segment = cc_segment
         self.fmt = fmt
         self.max_record_bytes = max_record_bytes
@@ -321,8 +327,7 @@ class ReadConfig:
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # larger records are quarantined unread
 
     def __post_init__(self):
-        if self.format not in FORMATS:
-            raise ValueError(f"--format must be one of {FORMATS}, got {self.format!r}")
+        check_format(self.format)
         if self.max_record_bytes < 1:
             raise ValueError("max_record_bytes must be >= 1")
 

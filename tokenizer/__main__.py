@@ -27,28 +27,28 @@ def main(argv=None) -> int:
     pack.add_argument("--buckets", default=None, help="comma list, e.g. head,middle (default: all)")
     args = parser.parse_args(argv)
     buckets = tuple(args.buckets.split(",")) if args.buckets else None
-    if args.command == "pack":
-        try:
-            manifest = pack_corpus(args.corpus, args.tokenizer, args.out, args.tokens_per_sample, buckets)
-        except (OSError, ValueError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        blocks = sum(v["blocks"] for v in manifest["languages"].values())
-        tokens = sum(v["tokens"] for v in manifest["languages"].values())
-        print(f"{blocks} blocks, {tokens} tokens in {len(manifest['languages'])} languages -> {args.out}")
-        return 0
     try:
-        config = TokenizerConfig(
-            vocab_size=args.vocab_size, alpha=args.alpha, sample_documents=args.sample_documents,
-            input_sentence_size=args.input_sentence_size, seed=args.seed,
-            buckets=buckets,
-        )
-        summary = train_tokenizer(args.corpus, args.out, config)
+        print(_pack(args, buckets) if args.command == "pack" else _train(args, buckets))
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"{summary['pieces']} pieces from {sum(summary['documents_per_language'].values())} sampled documents -> {args.out}")
     return 0
+
+
+def _train(args, buckets) -> str:
+    config = TokenizerConfig(
+        vocab_size=args.vocab_size, alpha=args.alpha, sample_documents=args.sample_documents,
+        input_sentence_size=args.input_sentence_size, seed=args.seed, buckets=buckets,
+    )
+    summary = train_tokenizer(args.corpus, args.out, config)
+    return f"{summary['pieces']} pieces from {sum(summary['documents_per_language'].values())} sampled documents -> {args.out}"
+
+
+def _pack(args, buckets) -> str:
+    manifest = pack_corpus(args.corpus, args.tokenizer, args.out, args.tokens_per_sample, buckets)
+    blocks = sum(v["blocks"] for v in manifest["languages"].values())
+    tokens = sum(v["tokens"] for v in manifest["languages"].values())
+    return f"{blocks} blocks, {tokens} tokens in {len(manifest['languages'])} languages -> {args.out}"
 
 
 if __name__ == "__main__":
