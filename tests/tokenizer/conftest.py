@@ -19,9 +19,8 @@ SCRIPTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sp")
+def train_sentencepiece(root) -> str:
+    """A small SentencePiece model (vocabulary ~400) over the 12 lines, in ``root``."""
     text = root / "text.txt"
     text.write_text("\n".join(list(SCRIPTS.values()) * 20), encoding="utf-8")
     sentencepiece.SentencePieceTrainer.train(
@@ -31,3 +30,6 @@ def model(tmp_path_factory):
     return str(root / "sp.model")
 
 
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return train_sentencepiece(tmp_path_factory.mktemp("sp"))

@@ -1,0 +1,5 @@
+import sys
+
+from pretrain.cli import main
+
+sys.exit(main())

@@ -1,0 +1,108 @@
+"""Checkpoints: ``RUN/checkpoints/step_XXXXXXXX/`` holding the model (safetensors), the optimizer
+(tensors only, loaded with ``weights_only=True``), ``state.json`` (step, loss scaler, counters,
+the run's config) and per rank the data stream's position (``rank<r>.json``) and RNG states
+(``rank<r>.rng.pt``). A checkpoint is written under a temporary name and renamed when complete,
+so a crash mid-save leaves the previous one as the latest.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from typing import Dict, Optional
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from pretrain.dist import Dist
+
+MODEL_FILE, OPTIMIZER_FILE, STATE_FILE = "model.safetensors", "optimizer.pt", "state.json"
+_NAME = re.compile(r"^step_(\d{8})$")
+
+
+def checkpoint_dir(run_dir: str, step: int) -> str:
+    return os.path.join(run_dir, "checkpoints", f"step_{step:08d}")
+
+
+def latest(run_dir: str) -> Optional[str]:
+    """The newest complete checkpoint of a run, or None."""
+    root = os.path.join(run_dir, "checkpoints")
+    steps = sorted(int(m.group(1)) for m in map(_NAME.match, os.listdir(root) if os.path.isdir(root) else []) if m)
+    return checkpoint_dir(run_dir, steps[-1]) if steps else None
+
+
+def rng_state(device: torch.device) -> Dict[str, torch.Tensor]:
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state: Dict[str, torch.Tensor], device: torch.device) -> None:
+    torch.set_rng_state(state["cpu"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def save(
+    run_dir: str, step: int, dist: Dist, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+    state: Dict, data_state: Dict, keep: int = 2,
+) -> str:
+    """Write the checkpoint of ``step`` (every rank calls this); keep the newest ``keep``."""
+    final = checkpoint_dir(run_dir, step)
+    tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp")
+    if dist.is_main:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+    dist.barrier()
+    _write_json(os.path.join(tmp, f"rank{dist.rank}.json"), data_state)
+    torch.save(rng_state(dist.device), os.path.join(tmp, f"rank{dist.rank}.rng.pt"))
+    dist.barrier()
+    if dist.is_main:
+        weights = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
+        save_file(weights, os.path.join(tmp, MODEL_FILE), metadata={"step": str(step)})
+        torch.save(optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
+        _write_json(os.path.join(tmp, STATE_FILE), {**state, "step": step, "world_size": dist.world_size})
+        if os.path.exists(final):  # the same step saved again (a rerun): replace it
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        _prune(run_dir, keep)
+    dist.barrier()
+    return final
+
+
+def _prune(run_dir: str, keep: int) -> None:
+    root = os.path.join(run_dir, "checkpoints")
+    names = sorted(name for name in os.listdir(root) if _NAME.match(name))
+    for name in names[:-keep] if keep > 0 else []:
+        shutil.rmtree(os.path.join(root, name))
+
+
+def _write_json(path: str, content: Dict) -> None:
+    with open(path + ".tmp", "w") as handle:
+        json.dump(content, handle, indent=2, sort_keys=True)
+    os.replace(path + ".tmp", path)
+
+
+def read_state(path: str) -> Dict:
+    with open(os.path.join(path, STATE_FILE)) as handle:
+        return json.load(handle)
+
+
+def load_model(path: str) -> Dict[str, torch.Tensor]:
+    return load_file(os.path.join(path, MODEL_FILE))
+
+
+def load(path: str, dist: Dist, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Dict:
+    """Restore model, optimizer and this rank's RNG; returns ``state.json`` with this rank's
+    data-stream state under ``"data"``."""
+    state = read_state(path)
+    if state["world_size"] != dist.world_size:
+        raise ValueError(f"{path} was written by {state['world_size']} processes; resume with as many (got {dist.world_size})")
+    model.load_state_dict(load_model(path))
+    optimizer.load_state_dict(torch.load(os.path.join(path, OPTIMIZER_FILE), map_location=dist.device, weights_only=True))
+    set_rng_state(torch.load(os.path.join(path, f"rank{dist.rank}.rng.pt"), weights_only=True), dist.device)
+    with open(os.path.join(path, f"rank{dist.rank}.json")) as handle:
+        state["data"] = json.load(handle)
+    return state

@@ -1,0 +1,149 @@
+"""Training data: blocks from the packed shards (``python -m tokenizer pack``), languages drawn
+with the sampler's alpha-smoothed probabilities, and BERT masking.
+
+Language i is drawn with p_i ∝ q_i^alpha (``sampling.language_probs`` over each language's
+token count); a language's blocks come in a permutation seeded by (seed, language, epoch), of
+which rank r of w takes positions r, r + w, ...: ranks never share a block, and a language that
+runs out starts its next epoch (counted). The last ``heldout`` blocks of every language are kept
+out of training for evaluation. The whole state is a few integers and the language generator's
+state, so a resumed run reads exactly the blocks it would have read.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from sampling import language_probs
+from tokenizer.pack import load_blocks
+from tokenizer.xlmr import BOS, EOS, PAD, SPECIALS
+
+FIRST_PIECE = len(SPECIALS)  # random replacements are ordinary pieces: ids 4 .. <mask> - 1
+
+
+def read_manifest(data_dir: str) -> Dict:
+    path = os.path.join(data_dir, "manifest.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing: write DATA_DIR with `python -m tokenizer pack`")
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def heldout_count(blocks: int, heldout: int) -> int:
+    """Blocks of a language kept for evaluation: ``heldout``, but never more than a tenth."""
+    return min(heldout, blocks // 10)
+
+
+class BlockStream:
+    """Batches of training blocks for one rank. ``next_batch(n)`` returns ([n, length] int64
+    ids padded with ``<pad>``, the blocks' languages)."""
+
+    def __init__(self, data_dir: str, alpha: float = 0.3, seed: int = 0, rank: int = 0, world_size: int = 1, heldout: int = 0):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
+        manifest = read_manifest(data_dir)
+        self.seed, self.rank, self.world_size = seed, rank, world_size
+        self.tokens_per_sample = manifest["tokens_per_sample"]
+        self._blocks: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
+        for language, counts in sorted(manifest["languages"].items()):
+            train = counts["blocks"] - heldout_count(counts["blocks"], heldout)
+            if train >= world_size:
+                tokens, index = load_blocks(data_dir, language)
+                self._blocks[language] = (tokens, index[:train])
+        if not self._blocks:
+            raise ValueError(f"{data_dir}: no language has {world_size} training blocks")
+        sizes = {language: int(index["length"].sum()) for language, (_, index) in self._blocks.items()}
+        self.probs = language_probs(sizes, alpha)
+        self.languages = sorted(self.probs)
+        self._p = np.array([self.probs[language] for language in self.languages])
+        self._rng = np.random.default_rng([seed, rank])
+        self._position = {language: [0, 0] for language in self.languages}  # [epoch, next index]
+        self._orders: Dict[Tuple[str, int], np.ndarray] = {}
+
+    def _order(self, language: str, epoch: int) -> np.ndarray:
+        key = (language, epoch)
+        if key not in self._orders:
+            self._orders = {k: v for k, v in self._orders.items() if k[0] != language}  # one epoch cached
+            count = len(self._blocks[language][1])
+            seed = [self.seed, epoch, *language.encode()]
+            self._orders[key] = np.random.default_rng(seed).permutation(count)[self.rank :: self.world_size]
+        return self._orders[key]
+
+    def _next_block(self, language: str) -> np.ndarray:
+        position = self._position[language]
+        order = self._order(language, position[0])
+        if position[1] == len(order):
+            position[0], position[1] = position[0] + 1, 0
+            order = self._order(language, position[0])
+        tokens, index = self._blocks[language]
+        offset, length = index[order[position[1]]]
+        position[1] += 1
+        return tokens[offset : offset + length]
+
+    def next_batch(self, batch_size: int) -> Tuple[torch.Tensor, List[str]]:
+        choices = self._rng.choice(len(self.languages), size=batch_size, p=self._p)
+        languages = [self.languages[i] for i in choices]
+        return collate([self._next_block(language) for language in languages]), languages
+
+    @property
+    def epochs(self) -> Dict[str, int]:
+        """Complete passes over each language's training blocks (by this rank)."""
+        return {language: position[0] for language, position in self._position.items()}
+
+    def state_dict(self) -> Dict:
+        """JSON-serializable: the language generator's state and each language's position."""
+        return {"rng": self._rng.bit_generator.state, "positions": {k: list(v) for k, v in self._position.items()}}
+
+    def load_state_dict(self, state: Dict) -> None:
+        self._rng.bit_generator.state = state["rng"]
+        for language, position in state["positions"].items():
+            if language not in self._position:
+                raise ValueError(f"the checkpoint's data has language {language}, this DATA_DIR has not")
+            self._position[language] = list(position)
+
+
+def heldout_blocks(data_dir: str, heldout: int) -> Dict[str, List[np.ndarray]]:
+    """Each language's held-out blocks (the last ones of its shard), for evaluation."""
+    manifest, out = read_manifest(data_dir), {}
+    for language, counts in sorted(manifest["languages"].items()):
+        count = heldout_count(counts["blocks"], heldout)
+        if count:
+            tokens, index = load_blocks(data_dir, language)
+            out[language] = [tokens[offset : offset + length] for offset, length in index[-count:]]
+    return out
+
+
+def collate(blocks: Sequence[np.ndarray]) -> torch.Tensor:
+    """[len(blocks), longest] int64 ids, shorter blocks padded with ``<pad>``."""
+    batch = torch.full((len(blocks), max(len(block) for block in blocks)), PAD, dtype=torch.long)
+    for row, block in enumerate(blocks):
+        batch[row, : len(block)] = torch.from_numpy(block.astype(np.int64))
+    return batch
+
+
+def masking_generator(seed: int, *keys: int) -> torch.Generator:
+    """A CPU generator seeded from (seed, *keys), e.g. (seed, step, rank, micro-batch)."""
+    state = np.random.SeedSequence([seed, *keys]).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
+
+
+def mask_tokens(
+    tokens: torch.Tensor, mask_id: int, generator: torch.Generator, mask_prob: float = 0.15,
+    random_prob: float = 0.1, keep_prob: float = 0.1,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking: each token but ``<s>``, ``</s>`` and ``<pad>`` is picked with ``mask_prob``;
+    a picked token becomes ``<mask>`` (80%), a random ordinary piece (``random_prob``) or stays
+    (``keep_prob``). Returns (inputs, picked positions); the targets are ``tokens[picked]``.
+    Drawn on the CPU from ``generator``, so the same on every device."""
+    cpu = tokens.cpu()
+    eligible = (cpu != BOS) & (cpu != EOS) & (cpu != PAD)
+    draw = torch.rand(cpu.shape, generator=generator)
+    picked = eligible & (torch.rand(cpu.shape, generator=generator) < mask_prob)
+    inputs = cpu.masked_fill(picked & (draw < 1 - random_prob - keep_prob), mask_id)
+    replace = picked & (draw >= 1 - random_prob - keep_prob) & (draw < 1 - keep_prob)
+    random_ids = torch.randint(FIRST_PIECE, mask_id, cpu.shape, generator=generator)
+    inputs = torch.where(replace, random_ids, inputs)
+    return inputs.to(tokens.device), picked.to(tokens.device)

@@ -1,0 +1,155 @@
+"""Hugging Face interop: a run's model as an ``XLMRobertaForMaskedLM`` folder, and an XLM-R
+checkpoint in that format as this trainer's model (continued pretraining).
+
+The two layouts differ only in names and in two details: q, k and v are one fused matrix here,
+and HF adds a token-type embedding (one type, so a constant vector), folded here into every
+position embedding, which is exact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Dict, Tuple
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from pretrain.model import PAD, ModelConfig
+from tokenizer.hf import write_hf_tokenizer
+
+HF_WEIGHTS = "model.safetensors"
+HF_TORCH_WEIGHTS = "pytorch_model.bin"
+
+# (ours, HF's) for everything but the attention's q/k/v and the per-layer prefix.
+_TOP = [
+    ("embed_tokens.weight", "roberta.embeddings.word_embeddings.weight"),
+    ("embed_positions.weight", "roberta.embeddings.position_embeddings.weight"),
+    ("embed_norm.weight", "roberta.embeddings.LayerNorm.weight"),
+    ("embed_norm.bias", "roberta.embeddings.LayerNorm.bias"),
+    ("head_dense.weight", "lm_head.dense.weight"),
+    ("head_dense.bias", "lm_head.dense.bias"),
+    ("head_norm.weight", "lm_head.layer_norm.weight"),
+    ("head_norm.bias", "lm_head.layer_norm.bias"),
+    ("head_bias", "lm_head.bias"),
+]
+_LAYER = [
+    ("attention.out.weight", "attention.output.dense.weight"),
+    ("attention.out.bias", "attention.output.dense.bias"),
+    ("attention_norm.weight", "attention.output.LayerNorm.weight"),
+    ("attention_norm.bias", "attention.output.LayerNorm.bias"),
+    ("fc1.weight", "intermediate.dense.weight"),
+    ("fc1.bias", "intermediate.dense.bias"),
+    ("fc2.weight", "output.dense.weight"),
+    ("fc2.bias", "output.dense.bias"),
+    ("ffn_norm.weight", "output.LayerNorm.weight"),
+    ("ffn_norm.bias", "output.LayerNorm.bias"),
+]
+_QKV = ("query", "key", "value")
+
+
+def _pairs(layers: int):
+    yield from _TOP
+    for i in range(layers):
+        for ours, theirs in _LAYER:
+            yield f"layers.{i}.{ours}", f"roberta.encoder.layer.{i}.{theirs}"
+
+
+def hf_config(config: ModelConfig) -> Dict:
+    return {
+        "architectures": ["XLMRobertaForMaskedLM"],
+        "model_type": "xlm-roberta",
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden,
+        "num_hidden_layers": config.layers,
+        "num_attention_heads": config.heads,
+        "intermediate_size": config.ffn,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": config.dropout,
+        "attention_probs_dropout_prob": config.attention_dropout,
+        "max_position_embeddings": config.max_positions,
+        "type_vocab_size": 1,
+        "initializer_range": config.init_std,
+        "layer_norm_eps": config.layer_norm_eps,
+        "pad_token_id": PAD,
+        "bos_token_id": 0,
+        "eos_token_id": 2,
+        "tie_word_embeddings": True,
+    }
+
+
+def to_hf(state: Dict[str, torch.Tensor], config: ModelConfig) -> Dict[str, torch.Tensor]:
+    """This model's state dict in ``XLMRobertaForMaskedLM``'s names (the decoder's weight and bias
+are tied to the embeddings and ``lm_head.bias``, so omitted as ``save_pretrained`` does)."""
+    out = {theirs: state[ours] for ours, theirs in _pairs(config.layers)}
+    out["roberta.embeddings.token_type_embeddings.weight"] = torch.zeros(1, config.hidden, dtype=state["head_bias"].dtype)
+    for i in range(config.layers):
+        weight, bias = state[f"layers.{i}.attention.qkv.weight"], state[f"layers.{i}.attention.qkv.bias"]
+        for name, w, b in zip(_QKV, weight.chunk(3), bias.chunk(3)):
+            out[f"roberta.encoder.layer.{i}.attention.self.{name}.weight"] = w
+            out[f"roberta.encoder.layer.{i}.attention.self.{name}.bias"] = b
+    return {name: tensor.detach().clone() for name, tensor in out.items()}  # safetensors wants unshared storage
+
+
+def from_hf(state: Dict[str, torch.Tensor], config: ModelConfig) -> Dict[str, torch.Tensor]:
+    """An ``XLMRobertaForMaskedLM`` (or ``XLMRobertaModel``-prefixed) state dict in this model's names."""
+    state = {name if not name.startswith(("embeddings.", "encoder.")) else f"roberta.{name}": t for name, t in state.items()}
+    missing = [theirs for _, theirs in _pairs(config.layers) if theirs not in state]
+    if missing:
+        raise ValueError(f"not an XLM-R masked-LM checkpoint: missing {', '.join(missing[:5])}")
+    out = {ours: state[theirs] for ours, theirs in _pairs(config.layers)}
+    token_type = state.get("roberta.embeddings.token_type_embeddings.weight")
+    if token_type is not None:  # constant with one token type: fold it into the positions
+        out["embed_positions.weight"] = out["embed_positions.weight"] + token_type[0]
+    for i in range(config.layers):
+        prefix = f"roberta.encoder.layer.{i}.attention.self"
+        out[f"layers.{i}.attention.qkv.weight"] = torch.cat([state[f"{prefix}.{n}.weight"] for n in _QKV])
+        out[f"layers.{i}.attention.qkv.bias"] = torch.cat([state[f"{prefix}.{n}.bias"] for n in _QKV])
+    return {name: tensor.float().contiguous() for name, tensor in out.items()}
+
+
+def config_from_hf(hf: Dict) -> ModelConfig:
+    if hf.get("model_type") not in ("xlm-roberta", "roberta"):
+        raise ValueError(f"model_type {hf.get('model_type')!r} is not an XLM-R / RoBERTa encoder")
+    if hf.get("hidden_act", "gelu") != "gelu" or hf.get("pad_token_id", PAD) != PAD:
+        raise ValueError("only XLM-R's GELU activation and padding id 1 are supported")
+    return ModelConfig(
+        vocab_size=hf["vocab_size"],
+        layers=hf["num_hidden_layers"],
+        hidden=hf["hidden_size"],
+        heads=hf["num_attention_heads"],
+        ffn=hf["intermediate_size"],
+        max_positions=hf["max_position_embeddings"],
+        dropout=hf.get("hidden_dropout_prob", 0.1),
+        attention_dropout=hf.get("attention_probs_dropout_prob", 0.1),
+        layer_norm_eps=hf.get("layer_norm_eps", 1e-5),
+        init_std=hf.get("initializer_range", 0.02),
+    )
+
+
+def load_hf(hf_dir: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor]]:
+    """(config, state dict in this model's names) of an HF XLM-R folder (safetensors or .bin)."""
+    with open(os.path.join(hf_dir, "config.json")) as handle:
+        config = config_from_hf(json.load(handle))
+    if os.path.exists(os.path.join(hf_dir, HF_WEIGHTS)):
+        state = load_file(os.path.join(hf_dir, HF_WEIGHTS))
+    elif os.path.exists(os.path.join(hf_dir, HF_TORCH_WEIGHTS)):
+        state = torch.load(os.path.join(hf_dir, HF_TORCH_WEIGHTS), map_location="cpu", weights_only=True)
+    else:
+        raise FileNotFoundError(f"{hf_dir}: no {HF_WEIGHTS} or {HF_TORCH_WEIGHTS}")
+    return config, from_hf(state, config)
+
+
+def export_hf(state: Dict[str, torch.Tensor], config: ModelConfig, sentencepiece_model: str, out_dir: str) -> None:
+    """Write an ``XLMRobertaForMaskedLM`` folder: config.json, model.safetensors, tokenizer files.
+    Written beside, then renamed into place."""
+    tmp = out_dir.rstrip("/") + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    with open(os.path.join(tmp, "config.json"), "w") as handle:
+        json.dump(hf_config(config), handle, indent=2)
+    save_file(to_hf(state, config), os.path.join(tmp, HF_WEIGHTS), metadata={"format": "pt"})
+    write_hf_tokenizer(sentencepiece_model, tmp, model_max_length=config.max_tokens)
+    if os.path.exists(out_dir):
+        shutil.rmtree(out_dir)
+    os.replace(tmp, out_dir)

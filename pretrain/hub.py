@@ -1,0 +1,90 @@
+"""A trained encoder behind fairseq's hub interface: ``from_pretrained(RUN_DIR)`` then
+``encode``, ``decode``, ``extract_features`` and ``fill_mask``. Also reads an exported (or any
+XLM-R) Hugging Face folder."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+
+from pretrain import checkpoint
+from pretrain.export import load_hf
+from pretrain.model import ModelConfig, XLMRModel
+from pretrain.train import CONFIG_FILE
+from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
+
+MASK = "<mask>"
+
+
+class XLMRHub:
+    def __init__(self, model: XLMRModel, tokenizer: XLMRTokenizer):
+        if model.config.vocab_size != tokenizer.vocab_size:
+            raise ValueError(f"model vocabulary {model.config.vocab_size} != tokenizer's {tokenizer.vocab_size}")
+        self.model, self.tokenizer = model.eval(), tokenizer
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def encode(self, sentence: str, *pairs: str) -> torch.Tensor:
+        """``<s> sentence </s>`` (``</s></s> pair </s>`` for each pair) as a 1-D id tensor."""
+        ids = self.tokenizer.encode(sentence)
+        for pair in pairs:
+            ids += [EOS, *self.tokenizer.encode(pair)[1:]]
+        return torch.tensor(ids, dtype=torch.long)
+
+    def decode(self, tokens: torch.Tensor) -> str:
+        return self.tokenizer.decode(tokens.tolist())
+
+    @torch.no_grad()
+    def extract_features(self, tokens: torch.Tensor, return_all_hiddens: bool = False) -> Union[torch.Tensor, List[torch.Tensor]]:
+        """[batch, length, hidden] of the last layer, or the embeddings' and every layer's."""
+        tokens = (tokens.unsqueeze(0) if tokens.dim() == 1 else tokens).to(self.device)
+        hiddens = self.model.features(tokens, return_all_hiddens)
+        return hiddens if return_all_hiddens else hiddens[-1]
+
+    @torch.no_grad()
+    def fill_mask(self, masked_input: str, topk: int = 5) -> List[Tuple[str, float, str]]:
+        """The ``topk`` fillings of the single ``<mask>`` in ``masked_input``:
+        (filled text, probability, predicted piece), best first."""
+        if masked_input.count(MASK) != 1:
+            raise ValueError(f"put exactly one {MASK} in the input")
+        left, right = masked_input.split(MASK)
+        piece_ids = lambda text: self.tokenizer.encode(text)[1:-1] if text.strip() else []
+        ids = [BOS, *piece_ids(left), self.tokenizer.mask, *piece_ids(right), EOS]
+        tokens = torch.tensor([ids], device=self.device)
+        masked = tokens.eq(self.tokenizer.mask)
+        probs = self.model(tokens, masked)[0].float().softmax(-1)
+        values, indices = probs.topk(topk)
+        out = []
+        for prob, index in zip(values.tolist(), indices.tolist()):
+            piece = self.tokenizer.piece(index)
+            word = piece.replace("\u2581", " ")
+            glue = left.rstrip() + word if word.startswith(" ") else left + word
+            out.append(((glue + right).strip(), prob, piece))
+        return out
+
+
+def load_run(path: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor], str]:
+    """(model config, weights, SentencePiece model path) of a run folder's latest checkpoint, of
+    one checkpoint folder, or of a Hugging Face XLM-R folder."""
+    if os.path.exists(os.path.join(path, "sentencepiece.bpe.model")):
+        model_cfg, state = load_hf(path)
+        return model_cfg, state, os.path.join(path, "sentencepiece.bpe.model")
+    is_run = os.path.exists(os.path.join(path, CONFIG_FILE))
+    run_dir, ckpt = (path, checkpoint.latest(path)) if is_run else (os.path.dirname(os.path.dirname(path)), path)
+    if ckpt is None or not os.path.exists(os.path.join(ckpt, checkpoint.MODEL_FILE)):
+        raise FileNotFoundError(f"{path}: no checkpoint (a run folder, a checkpoint folder or a Hugging Face folder)")
+    with open(os.path.join(run_dir, CONFIG_FILE)) as handle:
+        model_cfg = ModelConfig(**json.load(handle)["model"])
+    return model_cfg, checkpoint.load_model(ckpt), os.path.join(run_dir, "tokenizer", "sentencepiece.model")
+
+
+def from_pretrained(path: str, device: Optional[str] = None) -> XLMRHub:
+    """A run folder (its latest checkpoint), one checkpoint folder, or a Hugging Face folder."""
+    model_cfg, state, sp_model = load_run(path)
+    model = XLMRModel(model_cfg)
+    model.load_state_dict(state)
+    return XLMRHub(model.to(device or "cpu"), XLMRTokenizer(sp_model))

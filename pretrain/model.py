@@ -1,0 +1,157 @@
+"""The XLM-R / RoBERTa encoder as fairseq defines it, with its masked-LM head. No I/O.
+
+Token embeddings (padding index 1) plus learned positions numbered from padding_idx + 1 (so 514
+positions hold 512 tokens), embedding LayerNorm, post-LN transformer layers (GELU, dropout 0.1,
+attention through ``scaled_dot_product_attention``), and the LM head (dense -> GELU -> LayerNorm
+-> the token embeddings transposed, plus a bias), computed only where asked: at the masked
+positions during training, which at a 250k vocabulary saves most of the step.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import List, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+PAD = 1  # fairseq's <pad>; tokenizer.xlmr.PAD
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int = 250_002  # from the dictionary: XLMRTokenizer.vocab_size
+    layers: int = 12
+    hidden: int = 768
+    heads: int = 12
+    ffn: int = 3072  # inner size of each layer's feed-forward block
+    max_positions: int = 514  # 512 tokens; position ids start after padding_idx as in fairseq
+    dropout: float = 0.1  # on embeddings, attention output and feed-forward output
+    attention_dropout: float = 0.1  # on attention probabilities
+    layer_norm_eps: float = 1e-5
+    init_std: float = 0.02  # BERT initialization
+
+    def __post_init__(self):
+        for name in ("vocab_size", "layers", "hidden", "heads", "ffn", "max_positions"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if self.max_positions <= PAD + 1:
+            raise ValueError("max_positions must leave room past the padding index")
+        for name in ("dropout", "attention_dropout"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"{name} must be in [0, 1)")
+
+    @property
+    def max_tokens(self) -> int:
+        return self.max_positions - PAD - 1
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+MODEL_PRESETS = {
+    "tiny": dict(layers=2, hidden=128, heads=2, ffn=512),  # CPU tests and smoke runs
+    "base": dict(layers=12, hidden=768, heads=12, ffn=3072),  # XLM-R base
+    "large": dict(layers=24, hidden=1024, heads=16, ffn=4096),  # XLM-R large
+}
+
+
+def model_config(preset: str, vocab_size: int, **overrides) -> ModelConfig:
+    if preset not in MODEL_PRESETS:
+        raise ValueError(f"unknown model preset {preset!r}; choose from {', '.join(MODEL_PRESETS)}")
+    return ModelConfig(vocab_size=vocab_size, **{**MODEL_PRESETS[preset], **overrides})
+
+
+def position_ids(tokens: torch.Tensor) -> torch.Tensor:
+    """fairseq's make_positions: padding_idx + 1, + 2, ... for real tokens, padding_idx for pads."""
+    real = tokens.ne(PAD).int()
+    return (torch.cumsum(real, dim=1) * real).long() + PAD
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.heads, self.dropout = config.heads, config.attention_dropout
+        self.qkv = nn.Linear(config.hidden, 3 * config.hidden)  # one matmul for q, k and v
+        self.out = nn.Linear(config.hidden, config.hidden)
+
+    def forward(self, x: torch.Tensor, attend: Optional[torch.Tensor]) -> torch.Tensor:
+        batch, length, hidden = x.shape
+        q, k, v = self.qkv(x).view(batch, length, 3, self.heads, hidden // self.heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=self.dropout if self.training else 0.0)
+        return self.out(y.transpose(1, 2).reshape(batch, length, hidden))
+
+
+class Layer(nn.Module):
+    """Post-LN: x = LN(x + attn(x)); x = LN(x + ffn(x)), as BERT, RoBERTa and XLM-R."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.attention = SelfAttention(config)
+        self.attention_norm = nn.LayerNorm(config.hidden, eps=config.layer_norm_eps)
+        self.fc1 = nn.Linear(config.hidden, config.ffn)
+        self.fc2 = nn.Linear(config.ffn, config.hidden)
+        self.ffn_norm = nn.LayerNorm(config.hidden, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, attend: Optional[torch.Tensor]) -> torch.Tensor:
+        x = self.attention_norm(x + self.dropout(self.attention(x, attend)))
+        return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
+
+
+class XLMRModel(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden, padding_idx=PAD)
+        self.embed_positions = nn.Embedding(config.max_positions, config.hidden, padding_idx=PAD)
+        self.embed_norm = nn.LayerNorm(config.hidden, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.dropout)
+        self.layers = nn.ModuleList(Layer(config) for _ in range(config.layers))
+        self.head_dense = nn.Linear(config.hidden, config.hidden)
+        self.head_norm = nn.LayerNorm(config.hidden, eps=config.layer_norm_eps)
+        self.head_bias = nn.Parameter(torch.zeros(config.vocab_size))  # decoder weight = embed_tokens
+        self.apply(self._init_bert)
+
+    def _init_bert(self, module: nn.Module) -> None:
+        """fairseq's init_bert_params: N(0, 0.02) weights, zero biases and padding rows."""
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=self.config.init_std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+
+    def features(self, tokens: torch.Tensor, return_all_hiddens: bool = False) -> List[torch.Tensor]:
+        """Hidden states [batch, length, hidden]: the last layer's, or the embeddings' and every
+        layer's when ``return_all_hiddens``."""
+        if tokens.size(1) > self.config.max_tokens:
+            raise ValueError(f"sequence of {tokens.size(1)} tokens; the model holds {self.config.max_tokens}")
+        padded = tokens.eq(PAD)
+        # Boolean mask, True = may attend; None when nothing is padded lets SDPA use its fastest kernel.
+        attend = ~padded[:, None, None, :] if padded.any() else None
+        x = self.dropout(self.embed_norm(self.embed_tokens(tokens) + self.embed_positions(position_ids(tokens))))
+        hiddens = [x]
+        for layer in self.layers:
+            x = layer(x, attend)
+            hiddens.append(x)
+        return hiddens if return_all_hiddens else [x]
+
+    def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        x = self.head_norm(F.gelu(self.head_dense(hidden)))
+        return F.linear(x, self.embed_tokens.weight, self.head_bias)
+
+    def forward(self, tokens: torch.Tensor, masked: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Vocabulary logits at the ``masked`` positions ([n_masked, vocab], row-major order), or
+        at every position ([batch, length, vocab]) when ``masked`` is None."""
+        hidden = self.features(tokens)[-1]
+        return self.lm_logits(hidden[masked] if masked is not None else hidden)
+
+    def num_parameters(self, exclude_embeddings: bool = False) -> int:
+        total = sum(p.numel() for p in self.parameters())
+        if exclude_embeddings:
+            total -= self.embed_tokens.weight.numel() + self.embed_positions.weight.numel()
+        return total

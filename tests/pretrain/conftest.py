@@ -1,0 +1,47 @@
+"""A packed DATA_DIR for the trainer: documents in three languages written as corpus shards, a
+SentencePiece model trained here, and the real ``tokenizer pack``."""
+import json
+import os
+import random
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from filters.document import ARROW_SCHEMA, make_document
+from tests.tokenizer.conftest import SCRIPTS, train_sentencepiece
+from tokenizer.pack import pack_corpus
+
+# Which lines each language's documents are made of.
+LANGUAGE_LINES = {"en": ["Latin", "Georgian"], "ru": ["Cyrillic", "Armenian"], "el": ["Greek", "Hebrew"]}
+
+
+def write_corpus(root, documents_per_language=(120, 60, 30), seed=0):
+    """A corpus folder as ``python -m ccnet_pipeline mine`` writes it (shards + manifest)."""
+    rng = random.Random(seed)
+    files = []
+    for (language, names), count in zip(LANGUAGE_LINES.items(), documents_per_language):
+        os.makedirs(root / language / "head")
+        docs = []
+        for i in range(count):
+            lines = [SCRIPTS[rng.choice(names)] for _ in range(rng.randint(1, 4))]
+            docs.append({**make_document(url=f"https://{language}.example/{i}", date_download="2019-02-16T04:15:08Z",
+                                         digest=f"{language}{i}", title="t", raw_content="\n".join(lines), cc_segment="s"),
+                         "language": language})
+        pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), root / language / "head" / "part-00000.parquet")
+        files.append({"path": f"{language}/head/part-00000.parquet", "documents": count,
+                      "characters": sum(len(d["raw_content"]) for d in docs)})
+    (root / "manifest.json").write_text(json.dumps({"files": files}))
+    return root
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pretrain-data")
+    tok_dir = root / "tok"
+    tok_dir.mkdir()
+    shutil.copy(train_sentencepiece(root), tok_dir / "sentencepiece.model")
+    corpus = write_corpus(root / "corpus")
+    pack_corpus(str(corpus), str(tok_dir), str(root / "data"), tokens_per_sample=32)
+    return str(root / "data")
