@@ -28,7 +28,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize test bench-pipeline bench-perplexity bench-stream worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test bench-pipeline bench-perplexity bench-stream bench-train worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,16 @@ TOKENS_PER_SAMPLE ?= 512
 tokenize: tokenizer
 	$(PY) -m tokenizer pack --corpus $(OUT) --tokenizer $(TOK) --out $(DATA) --tokens-per-sample $(TOKENS_PER_SAMPLE)
 
+# An MLM encoder trained on the packed blocks: the tiny preset on CPU end to end by default.
+# RESUME=1 continues RUN from its latest checkpoint (a finished run too, with a larger MAX_STEPS).
+RUN       ?= out/run
+CONFIG    ?= tiny
+MAX_STEPS ?= 300
+TRAIN_ARGS ?=
+pretrain: tokenize
+	$(PY) -m pretrain train --config $(CONFIG) --data $(DATA) --out $(RUN) --max-steps $(MAX_STEPS) $(if $(RESUME),--resume) $(TRAIN_ARGS)
+	$(PY) -m pretrain plot $(RUN)
+
 test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -110,6 +120,9 @@ bench-perplexity: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 
 bench-stream: tokenize
 	$(PY) bench/stream.py --corpus $(OUT) --tokenizer $(TOK) --data $(DATA)
+
+bench-train: $(VENV)/.installed
+	$(PY) bench/train.py
 
 # The package cluster workers install (Dataflow: --extra_package; Flink/Spark: worker/Dockerfile).
 worker-package: $(VENV)/.installed

@@ -45,3 +45,18 @@ def data_dir(tmp_path_factory):
     corpus = write_corpus(root / "corpus")
     pack_corpus(str(corpus), str(tok_dir), str(root / "data"), tokens_per_sample=32)
     return str(root / "data")
+
+
+def run_train(data_dir, run_dir, *flags):
+    """``python -m pretrain train`` in-process (tiny preset, small batches), returns its exit code."""
+    from pretrain.cli import main
+
+    return main(["train", "--config", "tiny", "--data", data_dir, "--out", str(run_dir), "--batch-size", "8",
+                 "--log-interval", "5", "--eval-interval", "20", "--save-interval", "20", "--eval-blocks", "8", *flags])
+
+
+@pytest.fixture(scope="session")
+def trained_run(data_dir, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run") / "run"
+    assert run_train(data_dir, run_dir, "--max-steps", "40", "--total-steps", "40", "--warmup-steps", "5") == 0
+    return str(run_dir)
