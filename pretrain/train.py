@@ -26,6 +26,7 @@ from pretrain.data import BlockStream, collate, heldout_blocks, mask_tokens, mas
 from pretrain.dist import Dist, setup, teardown
 from pretrain.export import load_hf
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
+from tokenizer.pack import sentencepiece_file
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 EVAL_KEY = 2**31 - 1  # masking-generator key of evaluation batches, apart from any step number
@@ -220,11 +221,11 @@ def prepare_run_dir(run_dir: str, config: TrainConfig, model_cfg: ModelConfig, d
         json.dump(content, handle, indent=2)
     os.replace(os.path.join(run_dir, CONFIG_FILE + ".tmp"), os.path.join(run_dir, CONFIG_FILE))
     source = manifest.get("tokenizer")
-    if source and os.path.exists(os.path.join(source, "sentencepiece.model")):
+    if source and os.path.isdir(source):
         os.makedirs(os.path.join(run_dir, "tokenizer"), exist_ok=True)
-        for name in ("sentencepiece.model", "dict.txt"):
-            if os.path.exists(os.path.join(source, name)):
-                shutil.copyfile(os.path.join(source, name), os.path.join(run_dir, "tokenizer", name))
+        shutil.copyfile(sentencepiece_file(source), os.path.join(run_dir, "tokenizer", "sentencepiece.model"))
+        if os.path.exists(os.path.join(source, "dict.txt")):
+            shutil.copyfile(os.path.join(source, "dict.txt"), os.path.join(run_dir, "tokenizer", "dict.txt"))
 
 
 def train(config: TrainConfig, data_dir: str, run_dir: str, resume: bool = False, init_from_hf: Optional[str] = None, device: str = "auto") -> Dict:

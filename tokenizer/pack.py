@@ -21,6 +21,15 @@ from tokenizer.xlmr import BOS, XLMRTokenizer
 INDEX_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i4")])
 
 
+def sentencepiece_file(tokenizer_dir: str) -> str:
+    """The SentencePiece model of a tokenizer folder: ours (``sentencepiece.model``) or a Hugging
+    Face XLM-R folder's (``sentencepiece.bpe.model``, e.g. to continue pretraining XLM-R)."""
+    for name in ("sentencepiece.model", "sentencepiece.bpe.model"):
+        if os.path.exists(os.path.join(tokenizer_dir, name)):
+            return os.path.join(tokenizer_dir, name)
+    raise FileNotFoundError(f"{tokenizer_dir} has no sentencepiece.model or sentencepiece.bpe.model")
+
+
 def document_ids(tokenizer: XLMRTokenizer, text: str) -> List[int]:
     """A document's ids, ``</s>`` after each paragraph (line)."""
     ids: List[int] = []
@@ -49,7 +58,7 @@ def pack_corpus(
     corpus_dir: str, tokenizer_dir: str, out_dir: str, tokens_per_sample: int = 512, buckets: Optional[Sequence[str]] = None
 ) -> Dict:
     """Pack every language of a corpus folder; returns (and writes) the manifest."""
-    tokenizer = XLMRTokenizer(os.path.join(tokenizer_dir, "sentencepiece.model"))
+    tokenizer = XLMRTokenizer(sentencepiece_file(tokenizer_dir))
     with open(os.path.join(corpus_dir, "manifest.json")) as handle:
         entries = json.load(handle)["files"]
     files: Dict[str, List[str]] = {}

@@ -56,6 +56,17 @@ def test_pack_corpus_writes_memory_mappable_shards(model, tmp_path):
     assert tok.decode(first.tolist()).startswith(SCRIPTS["Greek"])
 
 
+def test_an_hf_tokenizer_folder_is_accepted(model, tmp_path):
+    import shutil
+
+    from tokenizer.pack import sentencepiece_file
+
+    shutil.copy(model, tmp_path / "sentencepiece.bpe.model")
+    assert sentencepiece_file(str(tmp_path)) == str(tmp_path / "sentencepiece.bpe.model")
+    with pytest.raises(FileNotFoundError):
+        sentencepiece_file(str(tmp_path / "missing"))
+
+
 def test_tokens_per_sample_is_validated():
     with pytest.raises(ValueError):
         list(pack_blocks([[5, 6]], tokens_per_sample=1))
