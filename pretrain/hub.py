@@ -45,6 +45,9 @@ class XLMRHub:
         hiddens = self.model.features(tokens, return_all_hiddens)
         return hiddens if return_all_hiddens else hiddens[-1]
 
+    def _pieces(self, text: str) -> List[int]:
+        return self.tokenizer.encode(text)[1:-1] if text.strip() else []
+
     @torch.no_grad()
     def fill_mask(self, masked_input: str, topk: int = 5) -> List[Tuple[str, float, str]]:
         """The ``topk`` fillings of the single ``<mask>`` in ``masked_input``:
@@ -52,8 +55,7 @@ class XLMRHub:
         if masked_input.count(MASK) != 1:
             raise ValueError(f"put exactly one {MASK} in the input")
         left, right = masked_input.split(MASK)
-        piece_ids = lambda text: self.tokenizer.encode(text)[1:-1] if text.strip() else []
-        ids = [BOS, *piece_ids(left), self.tokenizer.mask, *piece_ids(right), EOS]
+        ids = [BOS, *self._pieces(left), self.tokenizer.mask, *self._pieces(right), EOS]
         tokens = torch.tensor([ids], device=self.device)
         masked = tokens.eq(self.tokenizer.mask)
         probs = self.model(tokens, masked)[0].float().softmax(-1)

@@ -35,6 +35,8 @@ def test_export_loads_in_transformers_with_the_same_logits(trained_run, exported
     real = tokens.ne(1)
     assert (ours[real] - theirs[real]).abs().max().item() < 1e-4
     assert ours.abs().max() > 1  # not trivially equal
+    reloaded = from_pretrained(exported)  # the hub reads the exported folder too
+    assert torch.allclose(reloaded.extract_features(rows[0]), hub.extract_features(rows[0]), atol=1e-5)
 
 
 def test_exported_tokenizer_gives_the_same_ids(trained_run, exported):
