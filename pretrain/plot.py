@@ -30,10 +30,11 @@ def plot_run(run_dir: str, out: str) -> Dict[str, List[Tuple[int, float]]]:
 
     curves = read_curves(run_dir)
     figure, (train_axes, eval_axes) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, points in sorted(curves.items()):
+    colors = plt.cm.tab20.colors  # 20 distinct colours: the default cycle repeats after 10 languages
+    for i, (name, points) in enumerate(sorted(curves.items())):
         axes = train_axes if name == "train" else eval_axes
         steps, losses = zip(*points)
-        axes.plot(steps, losses, marker="." if len(points) < 30 else None, label=name.split("/")[-1])
+        axes.plot(steps, losses, marker="." if len(points) < 30 else None, label=name.split("/")[-1], color=colors[i % 20])
     train_axes.set_title("training MLM loss")
     eval_axes.set_title("held-out MLM loss per language")
     for axes in (train_axes, eval_axes):
