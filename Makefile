@@ -106,7 +106,7 @@ CONFIG    ?= tiny
 MAX_STEPS ?= 300
 TRAIN_ARGS ?=
 pretrain: tokenize
-	$(PY) -m pretrain train --config $(CONFIG) --data $(DATA) --out $(RUN) --max-steps $(MAX_STEPS) $(if $(RESUME),--resume) $(TRAIN_ARGS)
+	$(PY) -m pretrain train --config $(CONFIG) --data $(DATA) --out $(RUN) --max-steps $(MAX_STEPS) --total-steps $(MAX_STEPS) $(if $(RESUME),--resume) $(TRAIN_ARGS)
 	$(PY) -m pretrain plot $(RUN)
 
 test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz

@@ -73,7 +73,9 @@ class TrainConfig:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if self.warmup_steps > self.total_steps:
-            raise ValueError("warmup_steps must not exceed total_steps")
+            raise ValueError(f"warmup_steps ({self.warmup_steps}) must not exceed total_steps ({self.total_steps}): lower --warmup-steps")
+        if self.max_steps > self.total_steps:
+            raise ValueError(f"max_steps ({self.max_steps}) is past the schedule's end (total_steps {self.total_steps}): raise --total-steps")
         if not 0 < self.mask_prob < 1 or not 0 <= self.dropout < 1:
             raise ValueError("mask_prob must be in (0, 1) and dropout in [0, 1)")
 

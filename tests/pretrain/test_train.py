@@ -30,6 +30,8 @@ def test_schedule_warms_up_then_decays_polynomially():
         TrainConfig(precision="fp8")
     with pytest.raises(ValueError):
         TrainConfig(warmup_steps=500, total_steps=100)
+    with pytest.raises(ValueError, match="total-steps"):
+        TrainConfig(max_steps=500, total_steps=100)
 
 
 def fixed_batch(rows=8, length=24):
@@ -162,17 +164,31 @@ def test_an_existing_run_needs_resume(trained_run, data_dir, capsys):
     assert main(["train", "--data", "/nonexistent", "--out", "/tmp/x"]) == 2
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    torch.cuda.device_count() < 2, reason="nccl needs 2 CUDA devices"))])
-def test_torchrun_ddp_end_to_end(data_dir, tmp_path, device):
-    run_dir = tmp_path / "ddp"
+def torchrun(data_dir, run_dir, device, *flags):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "pretrain",
-               "train", "--data", data_dir, "--out", str(run_dir), "--max-steps", "6", "--batch-size", "4", "--device", device,
-               "--log-interval", "3", "--save-interval", "3", "--eval-blocks", "8"]
+               "train", "--data", data_dir, "--out", str(run_dir), "--total-steps", "6", "--warmup-steps", "2",
+               "--batch-size", "4", "--device", device, "--log-interval", "3", "--save-interval", "3", "--eval-blocks", "8", *flags]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"2 process(es) on {device}" in done.stdout
-    checkpoint = run_dir / "checkpoints" / "step_00000006"
+    return done.stdout
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    torch.cuda.device_count() < 2, reason="nccl needs 2 CUDA devices"))])
+def test_torchrun_ddp_end_to_end_and_resumed(data_dir, tmp_path, device):
+    assert f"2 process(es) on {device}" in torchrun(data_dir, tmp_path / "whole", device)
+    checkpoint = tmp_path / "whole" / "checkpoints" / "step_00000006"
     assert {"rank0.json", "rank1.json", "rank0.rng.pt", "rank1.rng.pt"} <= set(os.listdir(checkpoint))
     assert json.loads((checkpoint / "rank0.json").read_text()) != json.loads((checkpoint / "rank1.json").read_text())
     assert json.loads((checkpoint / "state.json").read_text())["world_size"] == 2
+    # Cut after step 3, then resumed by two processes: the same losses as the whole run.
+    torchrun(data_dir, tmp_path / "cut", device, "--max-steps", "3")
+    assert "resuming at step 3" in torchrun(data_dir, tmp_path / "cut", device, "--max-steps", "6", "--resume")
+    # (The cut run also evaluated at its last step, 3.)
+    whole, cut = ([(r["step"], r["language"], r["loss"]) for r in metrics(tmp_path / run) if r["step"] == "6" or r["split"] == "train"]
+                  for run in ("whole", "cut"))
+    assert len(whole) == 5 and whole == cut
+    if device == "cpu":
+        last = "checkpoints/step_00000006/model.safetensors"
+        a, b = load_file(tmp_path / "whole" / last), load_file(tmp_path / "cut" / last)
+        assert all(torch.equal(a[name], b[name]) for name in a)
