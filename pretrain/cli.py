@@ -74,15 +74,16 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _train(args) -> int:
     """Preset, then on --resume the run's saved config, then the flags given."""
-    values = {}
+    values, init_from_hf = {}, args.init_from_hf
     saved = os.path.join(args.out, CONFIG_FILE)
     if args.resume and os.path.exists(saved):
         with open(saved) as handle:
-            values = json.load(handle)["train"]
+            run = json.load(handle)
+        values, init_from_hf = run["train"], init_from_hf or run["init_from_hf"]
     given = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if getattr(args, f.name, None) is not None}
     preset = values.get("model", args.config)
     config = train_config(preset, **{**values, **given})
-    result = train(config, args.data, args.out, resume=args.resume, init_from_hf=args.init_from_hf, device=args.device)
+    result = train(config, args.data, args.out, resume=args.resume, init_from_hf=init_from_hf, device=args.device)
     if "train" in result:
         print(f"final training loss {result['train']['loss']:.4f}")
     return 0

@@ -25,7 +25,7 @@ from pretrain import checkpoint
 from pretrain.data import BlockStream, collate, heldout_blocks, mask_tokens, masking_generator, read_manifest
 from pretrain.dist import Dist, setup, teardown
 from pretrain.export import load_hf
-from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
+from pretrain.model import MODEL_PRESETS, PAD, ModelConfig, XLMRModel, model_config
 from tokenizer.pack import sentencepiece_file
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -163,8 +163,9 @@ def evaluate(model: torch.nn.Module, heldout: Dict[str, List], config: TrainConf
     for index, (language, blocks) in enumerate(sorted(heldout.items())):
         loss_sum = count = 0.0
         for start in range(dist.rank * config.batch_size, len(blocks), config.batch_size * dist.world_size):
-            tokens = collate(blocks[start : start + config.batch_size]).to(dist.device)
-            inputs, masked, targets = masked_batch(tokens, mask_id, masking_generator(config.seed, EVAL_KEY, index, start), config.mask_prob)
+            tokens = collate(blocks[start : start + config.batch_size])
+            batch = masked_batch(tokens, mask_id, masking_generator(config.seed, EVAL_KEY, index, start), config.mask_prob)
+            inputs, masked, targets = (t.to(dist.device) for t in batch)
             with autocast(dist.device, config.precision):
                 logits = model(inputs, masked)
             loss_sum += F.cross_entropy(logits.float(), targets, reduction="sum").item()
@@ -246,12 +247,14 @@ def train(config: TrainConfig, data_dir: str, run_dir: str, resume: bool = False
 def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist: Dist) -> Dict:
     vocab_size = manifest["vocab_size"]
     hf_state = None
-    if init_from_hf:
+    if resume_from:  # the checkpoint's architecture, whatever preset or HF model it started from
+        model_cfg = ModelConfig(**checkpoint.read_state(resume_from)["model"])
+    elif init_from_hf:
         model_cfg, hf_state = load_hf(init_from_hf)
-        if model_cfg.vocab_size != vocab_size:
-            raise ValueError(f"{init_from_hf} has a vocabulary of {model_cfg.vocab_size}, DATA_DIR's tokenizer {vocab_size}: pack with the checkpoint's tokenizer")
     else:
         model_cfg = model_config(config.model, vocab_size, dropout=config.dropout, attention_dropout=config.dropout)
+    if model_cfg.vocab_size != vocab_size:
+        raise ValueError(f"the model's vocabulary has {model_cfg.vocab_size} ids, DATA_DIR's tokenizer {vocab_size}: pack the data with the model's tokenizer")
     if manifest["tokens_per_sample"] > model_cfg.max_tokens:
         raise ValueError(f"blocks of {manifest['tokens_per_sample']} tokens, the model holds {model_cfg.max_tokens}")
     mask_id = vocab_size - 1
@@ -277,7 +280,7 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
     log = MetricsLog(run_dir, step, dist.is_main)
     ddp = DistributedDataParallel(model, device_ids=[dist.local_rank] if dist.device.type == "cuda" else None) if dist.enabled else model
     if dist.is_main:
-        print(f"model {config.model}: {model.num_parameters():,} parameters ({model.num_parameters(True):,} without embeddings), "
+        print(f"model {model_cfg.layers} layers x {model_cfg.hidden}: {model.num_parameters():,} parameters ({model.num_parameters(True):,} without embeddings), "
               f"{dist.world_size} process(es) on {dist.device.type}, {config.precision}; languages {', '.join(stream.languages)}"
               + (f"; resuming at step {step}" if resume_from else ""), flush=True)
 
@@ -290,9 +293,10 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
             group["lr"] = lr
         micro_batches = []
         for micro in range(config.grad_accum):
-            tokens = stream.next_batch(config.batch_size)[0].to(dist.device, non_blocking=True)
-            window_tokens += int(tokens.ne(1).sum())
-            micro_batches.append(masked_batch(tokens, mask_id, masking_generator(config.seed, step, dist.rank, micro), config.mask_prob))
+            tokens = stream.next_batch(config.batch_size)[0]
+            window_tokens += int(tokens.ne(PAD).sum())
+            batch = masked_batch(tokens, mask_id, masking_generator(config.seed, step, dist.rank, micro), config.mask_prob)
+            micro_batches.append(tuple(t.to(dist.device, non_blocking=True) for t in batch))
         loss_sum, count, grad_norm, was_skipped = train_step(ddp, optimizer, scaler, micro_batches, dist, config.precision, config.clip_norm)
         step += 1
         skipped += was_skipped

@@ -84,6 +84,9 @@ def test_training_can_start_from_an_hf_checkpoint(trained_run, data_dir, tmp_pat
     trained = load_file(run_dir / "checkpoints" / "step_00000001" / "model.safetensors")
     assert all(torch.equal(trained[name], expected[name]) for name in expected)  # lr 0: the HF weights, unchanged
     assert json.load(open(run_dir / "config.json"))["model"]["hidden"] == 64
+    assert run_train(data_dir, run_dir, "--resume", "--max-steps", "2", "--lr", "0", "--eval-blocks", "0") == 0  # HF folder not needed again
+    assert os.path.exists(run_dir / "checkpoints" / "step_00000002" / "model.safetensors")
+    assert json.load(open(run_dir / "config.json"))["init_from_hf"] == path
 
 
 def test_init_from_hf_with_another_vocabulary_is_refused(trained_run, data_dir, tmp_path, capsys):
