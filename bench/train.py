@@ -28,7 +28,7 @@ from pretrain.data import FIRST_PIECE, masking_generator
 from pretrain.dist import Dist
 from pretrain.export import hf_config, to_hf
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
-from pretrain.train import TrainConfig, make_optimizer, masked_batch, train_config, train_step
+from pretrain.train import make_optimizer, masked_batch, train_config, train_step
 from tokenizer.xlmr import BOS
 
 HF_TIED = {"lm_head.decoder.weight", "lm_head.decoder.bias"}  # tied to the embeddings and lm_head.bias
@@ -73,16 +73,6 @@ def hf_model(ours: XLMRModel) -> XLMRobertaForMaskedLM:
     if model.lm_head.decoder.weight is not model.roberta.embeddings.word_embeddings.weight:
         raise RuntimeError("the HF decoder is not tied to the embeddings")
     return model
-
-
-def hf_optimizer(model: torch.nn.Module, config: TrainConfig, like: torch.optim.AdamW) -> torch.optim.AdamW:
-    """What make_optimizer builds, written out for the HF model: decay on matrices only, and
-    the AdamW implementation (fused or not) of ``like``, ours, so that both do the same work."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=(config.beta1, config.beta2), eps=config.eps,
-                             foreach=like.defaults["foreach"], fused=like.defaults["fused"])
 
 
 def hf_step(model, optimizer, inputs, labels, clip_norm: float) -> float:
@@ -156,11 +146,11 @@ def main(argv=None) -> int:
     if abs(ours_loss - hf_loss) > 1e-4:
         raise RuntimeError("the two models disagree: the comparison would not be of the same model")
 
-    ours_opt = make_optimizer(ours, train_cfg)
-    for group in ours_opt.param_groups:
-        group["lr"] = train_cfg.lr  # make_optimizer leaves the schedule to set it
+    # The same AdamW for both (make_optimizer takes any module); it leaves the lr to the schedule.
+    ours_opt, hf_opt = make_optimizer(ours, train_cfg), make_optimizer(hf, train_cfg)
+    for group in ours_opt.param_groups + hf_opt.param_groups:
+        group["lr"] = train_cfg.lr
     scaler = torch.amp.GradScaler("cpu", enabled=False)
-    hf_opt = hf_optimizer(hf, train_cfg, ours_opt)
     ours_s, hf_s = time_steps([
         lambda: train_step(ours, ours_opt, scaler, [(inputs, masked, targets)], Dist(), "fp32", train_cfg.clip_norm),
         lambda: hf_step(hf, hf_opt, inputs, labels, train_cfg.clip_norm),
