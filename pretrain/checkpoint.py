@@ -56,14 +56,14 @@ def save(
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
     dist.barrier()
-    _write_json(os.path.join(tmp, f"rank{dist.rank}.json"), data_state)
+    write_json(os.path.join(tmp, f"rank{dist.rank}.json"), data_state)
     torch.save(rng_state(dist.device), os.path.join(tmp, f"rank{dist.rank}.rng.pt"))
     dist.barrier()
     if dist.is_main:
         weights = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
         save_file(weights, os.path.join(tmp, MODEL_FILE), metadata={"step": str(step)})
         torch.save(optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
-        _write_json(os.path.join(tmp, STATE_FILE), {**state, "step": step, "world_size": dist.world_size})
+        write_json(os.path.join(tmp, STATE_FILE), {**state, "step": step, "world_size": dist.world_size})
         if os.path.exists(final):  # the same step saved again (a rerun): replace it
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -79,7 +79,8 @@ def _prune(run_dir: str, keep: int) -> None:
         shutil.rmtree(os.path.join(root, name))
 
 
-def _write_json(path: str, content: Dict) -> None:
+def write_json(path: str, content: Dict) -> None:
+    """``content`` as JSON, written beside and renamed into place."""
     with open(path + ".tmp", "w") as handle:
         json.dump(content, handle, indent=2, sort_keys=True)
     os.replace(path + ".tmp", path)

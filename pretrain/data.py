@@ -46,7 +46,6 @@ class BlockStream:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
         manifest = read_manifest(data_dir)
         self.seed, self.rank, self.world_size = seed, rank, world_size
-        self.tokens_per_sample = manifest["tokens_per_sample"]
         self._blocks: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
         for language, counts in sorted(manifest["languages"].items()):
             train = counts["blocks"] - heldout_count(counts["blocks"], heldout)

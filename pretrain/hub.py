@@ -3,7 +3,6 @@
 XLM-R) Hugging Face folder."""
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -79,8 +78,7 @@ def load_run(path: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor], str]:
     run_dir, ckpt = (path, checkpoint.latest(path)) if is_run else (os.path.dirname(os.path.dirname(path)), path)
     if ckpt is None or not os.path.exists(os.path.join(ckpt, checkpoint.MODEL_FILE)):
         raise FileNotFoundError(f"{path}: no checkpoint (a run folder, a checkpoint folder or a Hugging Face folder)")
-    with open(os.path.join(run_dir, CONFIG_FILE)) as handle:
-        model_cfg = ModelConfig(**json.load(handle)["model"])
+    model_cfg = ModelConfig(**checkpoint.read_state(ckpt)["model"])
     return model_cfg, checkpoint.load_model(ckpt), os.path.join(run_dir, "tokenizer", "sentencepiece.model")
 
 

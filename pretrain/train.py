@@ -8,7 +8,6 @@ batch B then take exactly the step one process takes with batch N·B.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import shutil
@@ -131,7 +130,7 @@ def train_step(
     rank's summed loss, the masked-token count over all ranks, the gradient norm and whether the
     loss scaler skipped the step."""
     count = dist.sum([float(sum(int(masked.sum()) for _, masked, _ in micro_batches))])[0]
-    loss_sum = 0.0
+    loss_sum = torch.zeros((), dtype=torch.float64, device=micro_batches[0][0].device)
     for i, (inputs, masked, targets) in enumerate(micro_batches):
         last = i == len(micro_batches) - 1
         with model.no_sync() if dist.enabled and not last else nullcontext():
@@ -140,14 +139,14 @@ def train_step(
             loss = F.cross_entropy(logits.float(), targets, reduction="sum")
             # DDP averages gradients over ranks, hence the world size.
             scaler.scale(loss * (dist.world_size / max(count, 1.0))).backward()
-        loss_sum += loss.item()
+        loss_sum += loss.detach()  # read once after the loop: no device sync per micro-batch
     scaler.unscale_(optimizer)
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm if clip_norm > 0 else math.inf)
     scale = scaler.get_scale()
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
-    return loss_sum, count, float(grad_norm), scaler.is_enabled() and scaler.get_scale() < scale
+    return float(loss_sum), count, float(grad_norm), scaler.is_enabled() and scaler.get_scale() < scale
 
 
 def masked_batch(tokens: torch.Tensor, mask_id: int, generator: torch.Generator, mask_prob: float):
@@ -220,9 +219,7 @@ def prepare_run_dir(run_dir: str, config: TrainConfig, model_cfg: ModelConfig, d
     """The run's config.json and a copy of the tokenizer, so the run folder stands alone."""
     os.makedirs(run_dir, exist_ok=True)
     content = {"train": asdict(config), "model": model_cfg.to_dict(), "data": os.path.abspath(data_dir), "init_from_hf": init_from_hf}
-    with open(os.path.join(run_dir, CONFIG_FILE + ".tmp"), "w") as handle:
-        json.dump(content, handle, indent=2)
-    os.replace(os.path.join(run_dir, CONFIG_FILE + ".tmp"), os.path.join(run_dir, CONFIG_FILE))
+    checkpoint.write_json(os.path.join(run_dir, CONFIG_FILE), content)
     source = manifest.get("tokenizer")
     if source and os.path.isdir(source):
         os.makedirs(os.path.join(run_dir, "tokenizer"), exist_ok=True)
@@ -268,7 +265,7 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
     stream = BlockStream(data_dir, config.alpha, config.seed, dist.rank, dist.world_size, heldout=config.eval_blocks)
     heldout = heldout_blocks(data_dir, config.eval_blocks) if config.eval_blocks else {}
     torch.manual_seed(config.seed + dist.rank)  # dropout differs across ranks
-    step, skipped, state = 0, 0, {}
+    step, skipped = 0, 0
     if resume_from:
         state = checkpoint.load(resume_from, dist, model, optimizer)
         step, skipped = state["step"], state["skipped_steps"]
