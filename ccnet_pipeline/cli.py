@@ -208,7 +208,7 @@ def _mine(args, beam_args: List[str]) -> int:
         print(f"{config.output} already holds this job's finished output")
         stats = json.loads(read_bytes(f"{config.output}/stats.json"))
     else:
-        stats = run(config, beam_args)
+        stats = run(config, segments, beam_args)
     print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {config.output}")
     print(f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}")
     print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")

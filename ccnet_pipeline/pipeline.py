@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import posixpath
+import re
 from typing import Dict, List, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -39,14 +43,62 @@ DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism
 
 
 def list_segments(patterns: Sequence[str]) -> List[str]:
-    """The sorted files matching the globs; their order numbers the segments."""
-    paths = set()
-    for pattern, result in zip(patterns, FileSystems.match(list(patterns))):
-        matched = [m.path for m in result.metadata_list if not m.path.endswith("/")]
-        if not matched:
-            raise FileNotFoundError(f"the input glob matches no file: {pattern}")
-        paths.update(matched)
+    """The sorted entries matching the globs (Beam's glob syntax); their order numbers the
+    segments. Directories are skipped, with one warning line naming them. Broken links, link
+    loops and other local entries that are not files stay in, also named in one warning line:
+    the job counts each as a bad input file (``unreadable_file``) and goes on. A glob that
+    matches no readable file at all is an error."""
+    paths, directories, unreadable = set(), set(), set()
+    for pattern in patterns:
+        entries = set(match_local(pattern) if not is_remote(pattern) else match_remote(pattern))
+        found_directories = {e for e in entries if e.endswith("/") or (not is_remote(e) and os.path.isdir(e))}
+        found_unreadable = {e for e in entries - found_directories if not is_remote(e) and not os.path.isfile(e)}
+        if not entries - found_directories - found_unreadable:
+            matched = ", ".join(sorted(entries))
+            raise FileNotFoundError(
+                f"the input glob matches no file: {pattern}" + (f" (only directories or broken links: {matched})" if matched else "")
+            )
+        paths.update(entries - found_directories)
+        directories.update(found_directories)
+        unreadable.update(found_unreadable)
+    if directories:
+        logging.warning("skipping %d directories the input glob matches: %s", len(directories), ", ".join(sorted(directories)))
+    if unreadable:
+        logging.warning(
+            "%d input entries are not readable files (broken or looping links...), counted as unreadable_file: %s",
+            len(unreadable),
+            ", ".join(sorted(unreadable)),
+        )
     return sorted(paths)
+
+
+def match_local(pattern: str) -> List[str]:
+    """Every local entry ``pattern`` matches, in Beam's glob syntax (``*`` within a path
+    component, ``**`` across), directories and broken links included: Beam's own match drops
+    those silently. A pattern without a directory part matches in the current directory."""
+    if pattern.endswith("/"):
+        pattern += "*"  # as Beam does
+    prefix = _GLOB_FREE_PREFIX.match(pattern).group(0)
+    if prefix == pattern:
+        return [pattern] if os.path.lexists(pattern) else []
+    root = posixpath.dirname(prefix)
+    matches = re.compile(FileSystem.translate_pattern(pattern)).match
+    found = []
+    for directory, subdirectories, files in os.walk(root or "."):
+        for name in subdirectories + files:
+            path = os.path.join(directory, name) if root else os.path.relpath(os.path.join(directory, name))
+            if matches(path):
+                found.append(path)
+    return found
+
+
+def match_remote(pattern: str) -> List[str]:
+    """The objects ``pattern`` matches on a Beam file system (gs://, s3://, ...); folder
+    placeholders end with ``/``."""
+    return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+
+
+_GLOB_FREE_PREFIX = re.compile(r"^[^[*?]*")
 
 
 def build(
@@ -168,10 +220,9 @@ def write_manifest_and_stats(
     )
 
 
-def run(config: MineConfig, beam_args: Sequence[str]) -> Dict:
-    """Run the job to completion (resuming after the segments an earlier run committed); returns
-    the stats it wrote."""
-    segments = list_segments(config.input)
+def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Dict:
+    """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
+    resuming after the segments an earlier run committed; returns the stats it wrote."""
     args = list(beam_args)
     if not any(arg.startswith("--runner") for arg in args):
         args.append(f"--runner={DEFAULT_RUNNER}")

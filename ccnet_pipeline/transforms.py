@@ -20,10 +20,11 @@ import io
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from functools import lru_cache
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -34,7 +35,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from ccnet_pipeline.stats import segment_counters
-from ccnet_pipeline.wet import BadRecord, ReadConfig
+from ccnet_pipeline.wet import BadRecord, Item, ReadConfig
 from filters.dedup import (
     DedupConfig,
     find_removed_lines,
@@ -43,7 +44,7 @@ from filters.dedup import (
     segment_line_hashes,
     split_by_bucket,
 )
-from filters.document import ARROW_SCHEMA
+from filters.document import ARROW_SCHEMA, segment_name
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, LanguageModels, bucket, model_paths
 from filters.quality import QualityConfig, quality_drop_reason, quality_signals
 from lid.model import LanguageIdentifier, LidConfig
@@ -59,9 +60,23 @@ def counter(name: str):
     return Metrics.counter(NAMESPACE, name)
 
 
-def open_segment(path: str):
-    """A seekable binary stream of the raw (still compressed) file."""
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+def read_segment_items(read: ReadConfig, path: str) -> Iterator[Tuple[int, Item]]:
+    """``read.segment`` of the file at ``path``. A file that cannot be opened or read (removed
+    since it was listed, a directory, a broken link or link loop, no permission, an I/O error)
+    ends the segment with one ``unreadable_file`` BadRecord; the records read before it stay."""
+    next_record = 0
+    try:
+        if not is_remote(path):  # opening a FIFO or a device would block or read forever
+            mode = os.stat(path).st_mode
+            if not stat.S_ISREG(mode):
+                raise OSError("is a directory" if stat.S_ISDIR(mode) else "not a regular file")
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
+            for record, item in read.segment(stream, path):
+                yield record, item
+                next_record = record + 1
+    except OSError as error:
+        detail = f"cannot read {path}: {error.strerror or error}" + (f" (after {next_record} records)" if next_record else "")
+        yield next_record, BadRecord("unreadable_file", segment_name(path), 0, "", detail, b"")
 
 
 def write_atomically(path: str, write) -> None:
@@ -145,13 +160,12 @@ class HashSegment(beam.DoFn):
         if FileSystems.exists(committed):
             hashes, positions = np.load(io.BytesIO(read_bytes(committed)))
         else:
-            with open_segment(path) as stream:
-                records = (
-                    (record, item["raw_content"])
-                    for record, item in self.read.segment(stream, path)
-                    if not isinstance(item, BadRecord)
-                )
-                hashes, positions = segment_line_hashes(records)
+            records = (
+                (record, item["raw_content"])
+                for record, item in read_segment_items(self.read, path)
+                if not isinstance(item, BadRecord)
+            )
+            hashes, positions = segment_line_hashes(records)
             write_atomically(committed, lambda out: np.save(out, np.stack([hashes, positions])))
         for hash_bucket, (bucket_hashes, bucket_positions) in enumerate(split_by_bucket(hashes, positions, self.buckets)):
             if len(bucket_hashes):
@@ -191,24 +205,23 @@ class RemoveDuplicateLines(beam.DoFn):
             np.concatenate(removed_parts) if removed_parts else np.empty(0, dtype=np.uint64)
         )
         self.segments.inc()
-        with open_segment(path) as stream:
-            for record, item in self.read.segment(stream, path):
-                if isinstance(item, BadRecord):
-                    counter(f"read/bad/{item.kind}").inc()
-                    yield beam.pvalue.TaggedOutput(BAD, (index, item))
-                    continue
-                self.documents.inc()
-                doc = remove_lines(item, removed.get(record, frozenset()))
-                self.lines_in.inc(item["nlines"])
-                self.lines_removed.inc(item["nlines"] - doc["nlines"])
-                self.chars_in.inc(item["length"])
-                self.chars_removed.inc(item["length"] - doc["length"])
-                order = (index, record)
-                if doc["length"] < self.min_len:
-                    self.too_short.inc()
-                    yield beam.pvalue.TaggedOutput(DROPPED, (order, ("too_short", doc)))
-                else:
-                    yield order, doc
+        for record, item in read_segment_items(self.read, path):
+            if isinstance(item, BadRecord):
+                counter(f"read/bad/{item.kind}").inc()
+                yield beam.pvalue.TaggedOutput(BAD, (index, item))
+                continue
+            self.documents.inc()
+            doc = remove_lines(item, removed.get(record, frozenset()))
+            self.lines_in.inc(item["nlines"])
+            self.lines_removed.inc(item["nlines"] - doc["nlines"])
+            self.chars_in.inc(item["length"])
+            self.chars_removed.inc(item["length"] - doc["length"])
+            order = (index, record)
+            if doc["length"] < self.min_len:
+                self.too_short.inc()
+                yield beam.pvalue.TaggedOutput(DROPPED, (order, ("too_short", doc)))
+            else:
+                yield order, doc
 
 
 class Deduplicate(beam.PTransform):

@@ -34,6 +34,7 @@ FORMATS = ("wet", "warc")
 
 
 BAD_KINDS = (
+    "unreadable_file",  # a file that cannot be opened or read: removed, a broken link, no permission
     "empty_file",  # a zero-length file
     "corrupt_gzip",  # a gzip member that does not decompress (garbage bytes included)
     "truncated_gzip",  # the file ends inside a gzip member
