@@ -1,9 +1,10 @@
 """make bench-perplexity: the SentencePiece + KenLM stage against the raw libraries.
 
 Trains reference models for three languages on generated clean text (as `make corpus` does),
-then on the same generated web pages times, on one core:
+then on the same generated web pages times, on one core, for each perplexity mode:
   - the stage: filters.perplexity.LanguageModel.perplexity (CCNet normalization + pieces + score);
-  - the raw libraries: sp.encode(line, out_type=str) + kenlm.Model.score per line, nothing else;
+  - the raw libraries on the same text, normalized beforehand, nothing else: sp.encode(...,
+    out_type=str) + kenlm.Model.score of the whole document (ccnet) or of each line (lines);
 and prints documents/s for both and their ratio (target <= 1.2), then the whole mine job's
 documents/s with the stage on and off.
 """
@@ -22,20 +23,23 @@ import sentencepiece
 from ccnet_pipeline.cli import main as cli_main
 from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_reference_text, generate_sample
 from common import drop_lookup_tables
-from filters.perplexity import LanguageModel, model_paths
+from filters.normalize import normalize_for_lm, normalize_lines_for_lm
+from filters.perplexity import PERPLEXITY_MODES, LanguageModel, model_paths
 from filters.train_lm import TrainLmConfig, train_language_model
 
 LANGUAGES = ("en", "de", "fr")
 
 
-def best_of(repeats, function):
-    """The fastest of ``repeats`` runs, in seconds (the least disturbed by the machine)."""
-    times = []
+def best_of(repeats, *functions):
+    """The fastest of ``repeats`` runs of each function, in seconds, the functions taking turns
+    so that a change in the machine's load hits them alike."""
+    times = [[] for _ in functions]
     for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for function, taken in zip(functions, times):
+            start = time.perf_counter()
+            function()
+            taken.append(time.perf_counter() - start)
+    return [min(taken) for taken in times]
 
 
 def mine_seconds(sample_dir: str, output: str, *extra: str) -> float:
@@ -81,17 +85,24 @@ def main(argv=None) -> int:
         for lang in LANGUAGES
     }
 
-    def run_stage():
+    def run_stage(mode):
         for lang, text in pages:
-            stage[lang].perplexity(text)
+            stage[lang].perplexity(text, mode)
 
-    def run_raw():
-        for lang, text in pages:
+    # The raw libraries get the text already normalized (outside the timing), so that they
+    # encode and score exactly what the stage does.
+    normalized = {
+        "ccnet": [(lang, [normalize_for_lm(text)]) for lang, text in pages],
+        "lines": [(lang, normalize_lines_for_lm(text)) for lang, text in pages],
+    }
+
+    def run_raw(mode):
+        for lang, sentences in normalized[mode]:
             sp, lm = raw[lang]
-            for line in text.split("\n"):
-                lm.score(" ".join(sp.encode(line, out_type=str)))
+            for sentence in sentences:
+                lm.score(" ".join(sp.encode(sentence, out_type=str)))
 
-    t_stage, t_raw = best_of(3, run_stage), best_of(3, run_raw)
+    times = {mode: best_of(5, lambda: run_stage(mode), lambda: run_raw(mode)) for mode in PERPLEXITY_MODES}
 
     sample_dir = os.path.join(args.workdir, "wet")
     if not os.path.isdir(sample_dir):
@@ -102,9 +113,11 @@ def main(argv=None) -> int:
 
     print(f"input: {n_docs} generated pages in {', '.join(LANGUAGES)} ({n_lines} lines); models trained on "
           f"{args.reference_lines} generated lines per language")
-    print(f"SentencePiece+KenLM stage (normalize, pieces, score): {n_docs / t_stage:8.0f} docs/s/core ({t_stage:.2f} s)")
-    print(f"raw sp.encode + kenlm.Model.score:                   {n_docs / t_raw:8.0f} docs/s/core ({t_raw:.2f} s)")
-    print(f"stage / raw time: {t_stage / t_raw:.2f}  (target <= 1.2)")
+    for mode, (t_stage, t_raw) in times.items():
+        print(f"--perplexity {mode}:")
+        print(f"  SentencePiece+KenLM stage (normalize, pieces, score): {n_docs / t_stage:8.0f} docs/s/core ({t_stage:.2f} s)")
+        print(f"  raw sp.encode + kenlm.Model.score:                   {n_docs / t_raw:8.0f} docs/s/core ({t_raw:.2f} s)")
+        print(f"  stage / raw time: {t_stage / t_raw:.2f}  (target <= 1.2)")
     print(f"whole mine job, 1 worker, {total} pages: {total / t_off:.0f} docs/s without perplexity, "
           f"{total / t_on:.0f} docs/s with --lm-dir ({t_off:.1f} s without, {t_on:.1f} s with)")
     return 0

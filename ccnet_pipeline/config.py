@@ -7,9 +7,11 @@ from typing import Any, Dict, Optional, Tuple
 
 from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DedupConfig
-from filters.perplexity import BucketConfig
+from filters.perplexity import BucketConfig, check_perplexity_mode
 from filters.quality import QualityConfig
 from lid.model import LidConfig
+
+OUTPUT_FORMATS = ("parquet", "ccnet")
 
 
 @dataclass(frozen=True)
@@ -20,19 +22,37 @@ class MineConfig:
     dedup: DedupConfig  # line dedup mode, shuffle partitions and minimum document length
     quality: QualityConfig = QualityConfig()  # heuristic filters (all off by default)
     lm_dir: Optional[str] = None  # <lang>.sp.model + <lang>.arpa.bin; None: no perplexity, bucket "all"
+    perplexity: str = "ccnet"  # how a document is scored: "ccnet" (as one sentence) or "lines" (filters/perplexity.py)
     buckets: BucketConfig = BucketConfig()  # head/tail percentiles
     cutoffs_file: Optional[str] = None  # a CCNet cutoff.csv; None: cutoffs computed from the data
     read: ReadConfig = ReadConfig()  # input format and record-size cap
     segments_per_shard: int = 1  # input segments whose documents share one Parquet file per language
     keep_dropped: bool = False  # also write dropped documents to quarantine/dropped/<reason>/
+    output_format: str = "parquet"  # "parquet": <lang>/<bucket>/part-XXXXX.parquet; "ccnet": CCNet's <lang>_<bucket>_XXXX.json.gz
 
     def __post_init__(self):
         if not self.input or not all(self.input):
             raise ValueError("--input is required: a glob of WET files")
         if self.cutoffs_file and not self.lm_dir:
             raise ValueError("--cutoffs needs --lm-dir: cutoffs bucket perplexities")
+        check_perplexity_mode(self.perplexity)
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"output format must be one of {OUTPUT_FORMATS}, got {self.output_format!r}")
         if self.segments_per_shard < 1:
             raise ValueError(f"segments_per_shard must be >= 1, got {self.segments_per_shard}")
+
+    def to_json(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ImportConfig:
+    input: Tuple[str, ...]  # CCNet output files or globs: <lang>_<bucket>_NNNN.json.gz, or Dolma-wrapped CCNet
+    output: str  # corpus folder, the mine job's Parquet layout
+
+    def __post_init__(self):
+        if not self.input or not all(self.input):
+            raise ValueError("--input is required: a glob of CCNet output files")
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

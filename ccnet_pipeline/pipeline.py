@@ -14,7 +14,7 @@ from apache_beam.io.filesystem import FileSystem
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from ccnet_pipeline.config import MineConfig
+from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.stats import job_stats
 from ccnet_pipeline.transforms import (
     BAD,
@@ -26,6 +26,7 @@ from ccnet_pipeline.transforms import (
     CommitSegments,
     ComputeCutoffs,
     Deduplicate,
+    ImportCcnet,
     LanguageId,
     Perplexity,
     QualitySignals,
@@ -37,7 +38,7 @@ from ccnet_pipeline.transforms import (
     remote_languages,
     write_atomically,
 )
-from filters.perplexity import Cutoffs, available_languages, format_cutoffs, read_cutoffs
+from filters.perplexity import BucketConfig, Cutoffs, available_languages, format_cutoffs, read_cutoffs
 
 DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism, which fails offline
 
@@ -115,7 +116,7 @@ def build(
     identified = scored[KEPT] | "LanguageId" >> LanguageId(config.lid)
     docs = identified[KEPT]
     if config.lm_dir:
-        docs = docs | "Perplexity" >> Perplexity(config.lm_dir)
+        docs = docs | "Perplexity" >> Perplexity(config.lm_dir, config.perplexity)
     dropped = (deduped[DROPPED], scored[DROPPED], identified[DROPPED]) | "AllDropped" >> beam.Flatten()
     results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped, BAD: deduped[BAD]}
     new = results | "CommitSegments" >> CommitSegments(config.output, work, config.keep_dropped)
@@ -138,14 +139,16 @@ def build(
     (
         (new[KEPT], earlier)
         | "AllSegments" >> beam.Flatten()
-        | "WriteShards" >> WriteShards(config.output, work, config.segments_per_shard, buckets, cutoffs)
+        | "WriteShards" >> WriteShards(config.output, work, config.segments_per_shard, buckets, cutoffs, config.output_format)
         | "CollectSummaries" >> beam.combiners.ToList()
         | "WriteManifestAndStats"
         >> beam.Map(
             write_manifest_and_stats,
-            config,
+            config.output,
+            config.output_format,
+            config.to_json(),
             options,
-            beam.pvalue.AsSingleton(cutoffs),
+            beam.pvalue.AsSingleton(cutoffs | "CutoffsUsed" >> beam.Map(cutoffs_used, config.buckets)),
             beam.pvalue.AsList(counters),
         )
     )
@@ -182,59 +185,98 @@ def write_json(path: str, data) -> None:
     write_atomically(path, lambda stream: stream.write(text.encode("utf-8")))
 
 
+def cutoffs_used(cutoffs: Cutoffs, buckets: BucketConfig) -> Dict[str, Dict[str, float]]:
+    """Per language, the head and tail perplexity cutoffs the buckets were cut at."""
+    return {
+        lang: {"head": values[buckets.head_percentile], "tail": values[buckets.tail_percentile]}
+        for lang, values in sorted(cutoffs.items())
+    }
+
+
+LAYOUTS = {"parquet": "<language>/<bucket>/part-XXXXX.parquet", "ccnet": "<language>_<bucket>_XXXX.json.gz"}
+
+
 def write_manifest_and_stats(
-    summaries: List[Dict], config: MineConfig, options: Dict, cutoffs: Cutoffs, counters: List[Dict[str, int]]
+    summaries: List[Dict],
+    output: str,
+    output_format: str,
+    config: Dict,
+    options: Dict,
+    cutoffs: Dict[str, Dict[str, float]],
+    counters: List[Dict[str, int]],
 ) -> None:
     """OUT/stats.json (every counter, from the committed segments and the written files) and
     OUT/manifest.json: documents, characters and files per language and bucket, every file, the
     perplexity cutoffs used, and the exact config that produced them."""
-    write_json(f"{config.output}/stats.json", job_stats(counters, summaries))
+    write_json(f"{output}/stats.json", job_stats(counters, summaries))
     languages: Dict[str, Dict[str, Dict[str, int]]] = {}
     for summary in summaries:
-        language, bucket, _ = summary["path"].split("/")
-        entry = languages.setdefault(language, {}).setdefault(
-            bucket, {"documents": 0, "characters": 0, "files": 0}
+        entry = languages.setdefault(summary["language"], {}).setdefault(
+            summary["bucket"], {"documents": 0, "characters": 0, "files": 0}
         )
         entry["documents"] += summary["documents"]
         entry["characters"] += summary["characters"]
         entry["files"] += 1
     write_json(
-        f"{config.output}/manifest.json",
+        f"{output}/manifest.json",
         {
-            "format": "parquet",
-            "layout": "<language>/<bucket>/part-XXXXX.parquet",
+            "format": "parquet" if output_format == "parquet" else "ccnet-json",
+            "layout": LAYOUTS[output_format],
             "documents": sum(s["documents"] for s in summaries),
             "characters": sum(s["characters"] for s in summaries),
             "languages": languages,
             "files": sorted(summaries, key=lambda s: s["path"]),
-            "cutoffs": {
-                lang: {
-                    "head": values[config.buckets.head_percentile],
-                    "tail": values[config.buckets.tail_percentile],
-                }
-                for lang, values in sorted(cutoffs.items())
-            },
-            "config": config.to_json(),
+            "cutoffs": cutoffs,
+            "config": config,
             "pipeline_options": options,
         },
     )
 
 
-def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Dict:
-    """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
-    resuming after the segments an earlier run committed; returns the stats it wrote."""
+def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
+    """The Beam options of ``beam_args``, with the local runner unless one is named."""
     args = list(beam_args)
     if not any(arg.startswith("--runner") for arg in args):
         args.append(f"--runner={DEFAULT_RUNNER}")
     if not any(arg.startswith("--default_sdk_harness_log_level") for arg in args):
         args.append("--default_sdk_harness_log_level=ERROR")  # local workers are chatty at INFO
-    options = PipelineOptions(args)
+    return PipelineOptions(args)
+
+
+def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Dict:
+    """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
+    resuming after the segments an earlier run committed; returns the stats it wrote."""
+    options = pipeline_options(beam_args)
     pipeline = beam.Pipeline(options=options)
     committed = committed_segments(config.output, segments)
     build(pipeline, config, segments, options.get_all_options(drop_default=True), committed)
     logging.info("mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed))
-    result = pipeline.run()
-    result.wait_until_finish()
+    pipeline.run().wait_until_finish()
+    mark_complete(config.output)
+    return json.loads(read_bytes(f"{config.output}/stats.json"))
+
+
+def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[str]) -> Dict:
+    """Convert CCNet output ``files`` into a Parquet corpus at ``config.output`` (shards,
+    manifest, stats, quarantine); returns the stats it wrote."""
+    options = pipeline_options(beam_args)
+    pipeline = beam.Pipeline(options=options)
+    converted = pipeline | "Files" >> beam.Create(list(enumerate(files))) | "ImportCcnet" >> ImportCcnet(config.output)
+    (
+        converted[KEPT]
+        | "CollectSummaries" >> beam.combiners.ToList()
+        | "WriteManifestAndStats"
+        >> beam.Map(
+            write_manifest_and_stats,
+            config.output,
+            "parquet",
+            config.to_json(),
+            options.get_all_options(drop_default=True),
+            {},
+            beam.pvalue.AsList(converted[COUNTERS]),
+        )
+    )
+    pipeline.run().wait_until_finish()
     mark_complete(config.output)
     return json.loads(read_bytes(f"{config.output}/stats.json"))
 

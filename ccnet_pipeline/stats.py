@@ -12,26 +12,46 @@ from ccnet_pipeline.wet import BadRecord
 from filters.document import Document
 
 
-def segment_counters(kept: Sequence[Document], dropped: Sequence[Tuple[str, Document]], bad: Sequence[BadRecord]) -> Dict[str, int]:
-    """One segment's counters, named ``<stage>/<event>`` like the job's Beam metrics."""
-    counts: Counter = Counter({"read/segments": 1})
-    documents = list(kept) + [doc for _, doc in dropped]
-    counts["read/documents"] = len(documents)
-    for doc in documents:
+class SegmentCounts:
+    """One segment's counters, named ``<stage>/<event>`` like the job's Beam metrics, counted
+    document by document."""
+
+    def __init__(self):
+        self.counts: Counter = Counter({"read/segments": 1, "read/documents": 0})
+
+    def read(self, doc: Document) -> None:
+        counts = self.counts
+        counts["read/documents"] += 1
         counts["dedup/lines_in"] += doc["original_nlines"]
         counts["dedup/lines_removed"] += doc["original_nlines"] - doc["nlines"]
         counts["dedup/chars_in"] += doc["original_length"]
         counts["dedup/chars_removed"] += doc["original_length"] - doc["length"]
         if doc["language"] is not None:
             counts[f"lid/language/{doc['language']}"] += 1
-    for reason, _ in dropped:
+
+    def kept(self, doc: Document) -> None:
+        self.read(doc)
+        self.counts["perplexity/no_model" if doc["perplexity"] is None else "perplexity/scored"] += 1
+
+    def dropped(self, reason: str, doc: Document) -> None:
+        self.read(doc)
         stage = "dedup" if reason == "too_short" else "quality" if reason.startswith("quality_") else "lid"
-        counts[f"{stage}/dropped/{reason}"] += 1
-    for record in bad:
-        counts[f"read/bad/{record.kind}"] += 1
+        self.counts[f"{stage}/dropped/{reason}"] += 1
+
+    def bad(self, record: BadRecord) -> None:
+        self.counts[f"read/bad/{record.kind}"] += 1
+
+
+def segment_counters(kept: Sequence[Document], dropped: Sequence[Tuple[str, Document]], bad: Sequence[BadRecord]) -> Dict[str, int]:
+    """One segment's counters from its kept and dropped documents and bad records."""
+    counts = SegmentCounts()
     for doc in kept:
-        counts["perplexity/no_model" if doc["perplexity"] is None else "perplexity/scored"] += 1
-    return dict(counts)
+        counts.kept(doc)
+    for reason, doc in dropped:
+        counts.dropped(reason, doc)
+    for record in bad:
+        counts.bad(record)
+    return dict(counts.counts)
 
 
 def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
@@ -41,7 +61,7 @@ def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
     for counters in per_segment:
         totals.update(counters)
     for summary in files:
-        language, bucket, _ = summary["path"].split("/")
+        language, bucket = summary["language"], summary["bucket"]
         totals[f"output/documents/{language}/{bucket}"] += summary["documents"]
         totals[f"output/characters/{language}/{bucket}"] += summary["characters"]
         totals["output/files"] += 1

@@ -8,13 +8,16 @@ computed from committed data); dropped documents leave on the tagged output ``dr
 ``(order, (reason, Document))``, bad input on ``bad`` as BadRecord.
 
 Crash safety: every segment's results are committed under ``OUT/_work/`` — its line hashes
-(``hashes/NNNNN.npy``, as CCNet's hash files), then its documents with perplexity
-(``segments/NNNNN.parquet``), its quarantine and last its marker (``segments/NNNNN.json``). A rerun
+(``hashes/NNNNN.npy``: CCNet's hash values, one file per segment as CCNet has one per shard),
+then its documents with perplexity (``segments/NNNNN.parquet``), its quarantine and last its
+marker (``segments/NNNNN.json``). A rerun
 reads what was committed and mines only the other segments; bucketing and the final shards are
 always rebuilt from the committed documents, so they come out the same.
 """
 from __future__ import annotations
 
+import contextlib
+import gzip
 import hashlib
 import io
 import json
@@ -34,7 +37,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from ccnet_pipeline.stats import segment_counters
+from ccnet_pipeline.ccnet_json import CcnetReader, ccnet_file_name, to_ccnet
+from ccnet_pipeline.stats import SegmentCounts, segment_counters
 from ccnet_pipeline.wet import BadRecord, Item, ReadConfig
 from filters.dedup import (
     DedupConfig,
@@ -44,7 +48,7 @@ from filters.dedup import (
     segment_line_hashes,
     split_by_bucket,
 )
-from filters.document import ARROW_SCHEMA, segment_name
+from filters.document import ARROW_SCHEMA, Document, segment_name
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, LanguageModels, bucket, model_paths
 from filters.quality import QualityConfig, quality_drop_reason, quality_signals
 from lid.model import LanguageIdentifier, LidConfig
@@ -60,8 +64,9 @@ def counter(name: str):
     return Metrics.counter(NAMESPACE, name)
 
 
-def read_segment_items(read: ReadConfig, path: str) -> Iterator[Tuple[int, Item]]:
-    """``read.segment`` of the file at ``path``. A file that cannot be opened or read (removed
+def read_segment_items(read, path: str) -> Iterator[Tuple[int, Item]]:
+    """``read.segment`` of the file at ``path`` (``read``: a ReadConfig, or import-ccnet's
+    CcnetReader). A file that cannot be opened or read (removed
     since it was listed, a directory, a broken link or link loop, no permission, an I/O error)
     ends the segment with one ``unreadable_file`` BadRecord; the records read before it stay."""
     next_record = 0
@@ -79,8 +84,10 @@ def read_segment_items(read: ReadConfig, path: str) -> Iterator[Tuple[int, Item]
         yield next_record, BadRecord("unreadable_file", segment_name(path), 0, "", detail, b"")
 
 
-def write_atomically(path: str, write) -> None:
-    """Call ``write(stream)`` on a temporary file beside ``path``, then rename it to ``path``.
+@contextlib.contextmanager
+def atomic_output(path: str):
+    """A stream to a temporary file beside ``path``, renamed to ``path`` once the block ends
+    without an error (and deleted if it raises).
 
     Readers never see a partial file, and a retried worker never clobbers a finished one with
     half of its own."""
@@ -88,9 +95,20 @@ def write_atomically(path: str, write) -> None:
     if "://" not in path:
         os.makedirs(directory, exist_ok=True)
     temporary = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"
-    with FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
-        write(stream)
+    try:
+        with FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED) as stream:
+            yield stream
+    except BaseException:
+        if FileSystems.exists(temporary):
+            FileSystems.delete([temporary])
+        raise
     FileSystems.rename([temporary], [path])  # replaces an older file of the same name
+
+
+def write_atomically(path: str, write) -> None:
+    """Call ``write(stream)`` on a temporary file beside ``path``, then rename it to ``path``."""
+    with atomic_output(path) as stream:
+        write(stream)
 
 
 def is_remote(path: str) -> bool:
@@ -149,8 +167,8 @@ class HashSegment(beam.DoFn):
     """Pass 1: per segment, (bucket, (segment index, hashes, positions)) for every hash bucket.
     The segment's hashes are committed once (``hashes/NNNNN.npy``) and read back on reruns."""
 
-    def __init__(self, buckets: int, read: ReadConfig, work: str):
-        self.buckets = buckets
+    def __init__(self, config: DedupConfig, read: ReadConfig, work: str):
+        self.config = config
         self.read = read
         self.work = work
 
@@ -165,9 +183,9 @@ class HashSegment(beam.DoFn):
                 for record, item in read_segment_items(self.read, path)
                 if not isinstance(item, BadRecord)
             )
-            hashes, positions = segment_line_hashes(records)
+            hashes, positions = segment_line_hashes(records, self.config.normalize)
             write_atomically(committed, lambda out: np.save(out, np.stack([hashes, positions])))
-        for hash_bucket, (bucket_hashes, bucket_positions) in enumerate(split_by_bucket(hashes, positions, self.buckets)):
+        for hash_bucket, (bucket_hashes, bucket_positions) in enumerate(split_by_bucket(hashes, positions, self.config.hash_buckets)):
             if len(bucket_hashes):
                 yield hash_bucket, (index, bucket_hashes, bucket_positions)
 
@@ -241,7 +259,7 @@ class Deduplicate(beam.PTransform):
         segments, to_mine = inputs
         removed = (
             segments
-            | "HashLines" >> beam.ParDo(HashSegment(self.config.hash_buckets, self.read, self.work))
+            | "HashLines" >> beam.ParDo(HashSegment(self.config, self.read, self.work))
             | "GroupByBucket" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.FlatMap(find_duplicates, self.config.mode)
         )
@@ -293,7 +311,7 @@ class PredictLanguage(beam.DoFn):
         self.not_selected = counter("lid/dropped/not_selected")
 
     def setup(self):
-        self.identifier = LanguageIdentifier(localize(self.config.model_path))
+        self.identifier = LanguageIdentifier(localize(self.config.model_path), self.config.mode)
         self.identifier.model  # load once per worker, now rather than on the first document
 
     def process(self, element):
@@ -327,17 +345,18 @@ class LanguageId(beam.PTransform):
 
 
 class ScorePerplexity(beam.DoFn):
-    def __init__(self, lm_dir: str):
+    def __init__(self, lm_dir: str, mode: str):
         self.lm_dir = lm_dir
+        self.mode = mode
         self.scored = counter("perplexity/scored")
         self.no_model = counter("perplexity/no_model")
 
     def setup(self):
         if is_remote(self.lm_dir):  # fetched language by language, on first use
-            self.models = LanguageModels(tempfile.mkdtemp(prefix="lm-"), remote_languages(self.lm_dir))
+            self.models = LanguageModels(tempfile.mkdtemp(prefix="lm-"), remote_languages(self.lm_dir), self.mode)
             self.fetched = set()
         else:
-            self.models = LanguageModels(self.lm_dir)  # each language's pair loads on first use
+            self.models = LanguageModels(self.lm_dir, mode=self.mode)  # each language's pair loads on first use
 
     def fetch(self, language: str) -> None:
         """Copy a language's model pair from shared storage into the worker's model folder."""
@@ -355,15 +374,16 @@ class ScorePerplexity(beam.DoFn):
 
 
 class Perplexity(beam.PTransform):
-    """Documents -> documents with CCNet's perplexity under their language's model (null when
-    ``lm_dir`` has no model for the language)."""
+    """Documents -> documents with their perplexity in ``mode`` (``filters.perplexity``) under
+    their language's model (null when ``lm_dir`` has no model for the language)."""
 
-    def __init__(self, lm_dir: str):
+    def __init__(self, lm_dir: str, mode: str = "ccnet"):
         super().__init__()
         self.lm_dir = lm_dir
+        self.mode = mode
 
     def expand(self, docs):
-        return docs | "Score" >> beam.ParDo(ScorePerplexity(self.lm_dir))
+        return docs | "Score" >> beam.ParDo(ScorePerplexity(self.lm_dir, self.mode))
 
 
 class ComputeCutoffs(beam.PTransform):
@@ -379,7 +399,9 @@ class ComputeCutoffs(beam.PTransform):
             return perplexities.pipeline | "GivenCutoffs" >> beam.Create([self.given])
         return (
             perplexities
-            | "Percentiles" >> beam.ApproximateQuantiles.PerKey(num_quantiles=len(PERCENTILES))
+            # 101 quantiles are the 0th, 1st, ..., 100th percentile; cutoff.csv keeps 0..99
+            | "Percentiles" >> beam.ApproximateQuantiles.PerKey(num_quantiles=len(PERCENTILES) + 1)
+            | "DropMaximum" >> beam.MapTuple(lambda language, values: (language, values[: len(PERCENTILES)]))
             | "CutoffsToDict" >> beam.combiners.ToDict()
         )
 
@@ -391,19 +413,48 @@ COMMITTED_SCHEMA = ARROW_SCHEMA.append(pa.field("record", pa.int64(), nullable=F
 PERPLEXITIES = "perplexities"
 
 
+class ParquetRowWriter:
+    """Rows into a Parquet stream, ``ROWS_PER_ROW_GROUP`` to a row group."""
+
+    def __init__(self, stream, schema: pa.Schema = ARROW_SCHEMA, compression: str = "zstd"):
+        self.schema = schema
+        self.writer = pq.ParquetWriter(stream, schema, compression=compression)
+        self.rows: List[Dict] = []
+
+    def add(self, row: Dict) -> None:
+        self.rows.append(row)
+        if len(self.rows) == ROWS_PER_ROW_GROUP:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
+            self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
 def write_parquet(path: str, rows: List[Dict], schema: pa.Schema = ARROW_SCHEMA, compression: str = "zstd") -> None:
     """``rows`` as one Parquet file, in row groups, written atomically."""
-
-    def write(stream):
-        with pq.ParquetWriter(stream, schema, compression=compression) as writer:
-            for start in range(0, len(rows), ROWS_PER_ROW_GROUP):
-                writer.write_table(pa.Table.from_pylist(rows[start : start + ROWS_PER_ROW_GROUP], schema=schema))
-
-    write_atomically(path, write)
+    with atomic_output(path) as stream:
+        writer = ParquetRowWriter(stream, schema, compression)
+        for row in rows:
+            writer.add(row)
+        writer.close()
 
 
 def read_committed(work: str, index: int, columns: Optional[List[str]] = None) -> pa.Table:
     return pq.read_table(io.BytesIO(read_bytes(segment_docs_path(work, index))), columns=columns)
+
+
+def write_bad_input(output: str, bad: List[BadRecord]) -> None:
+    """One segment's bad records, one JSON line each, to ``quarantine/bad-input/<segment>.jsonl``."""
+    if bad:
+        name = bad[0].cc_segment.replace("/", "_")
+        lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in bad)
+        write_atomically(f"{output}/quarantine/bad-input/{name}.jsonl", lambda out: out.write(lines.encode("utf-8")))
 
 
 class CommitSegment(beam.DoFn):
@@ -434,10 +485,7 @@ class CommitSegment(beam.DoFn):
         kept.sort(key=lambda item: item[0])
         dropped.sort(key=lambda item: item[0])
         bad.sort(key=lambda record: record.offset)
-        if bad:
-            name = bad[0].cc_segment.replace("/", "_")
-            lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in bad)
-            write_atomically(f"{self.output}/quarantine/bad-input/{name}.jsonl", lambda out: out.write(lines.encode("utf-8")))
+        write_bad_input(self.output, bad)
         if self.keep_dropped:
             for reason in sorted({reason for _, (reason, _) in dropped}):
                 docs = [doc for _, (r, doc) in dropped if r == reason]
@@ -474,7 +522,7 @@ class CommitSegments(beam.PTransform):
         def tag_dropped(element):
             order, (reason, doc) = element
             if not keep_text:  # only counted: no need to shuffle the text
-                doc = {**doc, "raw_content": "", "title": ""}
+                doc = {**doc, "raw_content": "", "title": "", "line_ids": None}
             return order[0], (DROPPED, (order, (reason, doc)))
 
         tagged = (
@@ -510,42 +558,99 @@ class ReadPerplexities(beam.DoFn):
 # --- WriteShards -------------------------------------------------------------------------
 
 
-class WriteShardGroup(beam.DoFn):
-    """(shard number, its committed segment indexes) -> one zstd Parquet file per language and
-    bucket, documents in input order, each bucketed with the cutoffs; yields file summaries."""
+def shard_path(language: str, bucket: str, shard: int, output_format: str) -> str:
+    """A shard's path in the corpus folder: ``<lang>/<bucket>/part-NNNNN.parquet``, or in
+    CCNet's layout ``<lang>_<bucket>_NNNN.json.gz``."""
+    if output_format == "ccnet":
+        return ccnet_file_name(language, bucket, shard)
+    return f"{language}/{bucket}/part-{shard:05d}.parquet"
 
-    def __init__(self, output: str, work: str, buckets: Optional[BucketConfig]):
+
+class ShardWriter:
+    """One shard's documents -> a file per language and bucket, written as they come (in
+    Parquet row groups, or as CCNet's gzip JSON lines) under temporary names that are all
+    renamed when the ``with`` block ends without an error. ``summaries`` lists the files."""
+
+    def __init__(self, output: str, shard: int, output_format: str = "parquet"):
+        self.output = output
+        self.shard = shard
+        self.output_format = output_format
+        self.files: Dict[Tuple[str, str], Dict] = {}
+        self.stack = contextlib.ExitStack()
+
+    def __enter__(self) -> "ShardWriter":
+        return self
+
+    def __exit__(self, *error) -> bool:
+        return self.stack.__exit__(*error)
+
+    def add(self, doc: Document) -> None:
+        key = (doc["language"], doc["bucket"])
+        file = self.files.get(key) or self._open(*key)
+        file["add"](doc)
+        file["documents"] += 1
+        file["characters"] += doc["length"]
+
+    def _open(self, language: str, bucket: str) -> Dict:
+        relative = shard_path(language, bucket, self.shard, self.output_format)
+        stream = self.stack.enter_context(atomic_output(f"{self.output}/{relative}"))
+        if self.output_format == "ccnet":
+            # no name and no time in the gzip header: reruns write identical bytes
+            text = self.stack.enter_context(gzip.GzipFile(filename="", mode="wb", fileobj=stream, mtime=0))
+            add = lambda doc: text.write((json.dumps(to_ccnet(doc), ensure_ascii=False) + "\n").encode("utf-8"))
+        else:
+            writer = ParquetRowWriter(stream)
+            self.stack.callback(writer.close)
+            add = writer.add
+        counter("output/files").inc()
+        file = self.files[(language, bucket)] = {"path": relative, "language": language, "bucket": bucket,
+                                                  "documents": 0, "characters": 0, "add": add}
+        return file
+
+    @property
+    def summaries(self) -> List[Dict]:
+        return [{k: v for k, v in f.items() if k != "add"} for _, f in sorted(self.files.items())]
+
+
+class WriteShardGroup(beam.DoFn):
+    """(shard number, its committed segment indexes) -> one file per language and bucket
+    (``ShardWriter``), documents in input order, each bucketed with the cutoffs; yields file
+    summaries."""
+
+    def __init__(self, output: str, work: str, buckets: Optional[BucketConfig], output_format: str):
         self.output = output
         self.work = work
         self.buckets = buckets
+        self.output_format = output_format
 
     def process(self, group, cutoffs: Cutoffs):
         shard, indexes = group
-        files: Dict[str, List[Dict]] = {}
-        for index in sorted(indexes):
-            for row in read_committed(self.work, index).to_pylist():
-                del row["record"]  # rows are committed in record order
-                if self.buckets is not None:
-                    row["bucket"] = bucket(row["perplexity"], row["language"], cutoffs, self.buckets)
-                files.setdefault(f"{row['language']}/{row['bucket']}/part-{shard:05d}.parquet", []).append(row)
-        for relative, docs in sorted(files.items()):
-            write_parquet(f"{self.output}/{relative}", docs)
-            counter("output/files").inc()
-            yield {"path": relative, "documents": len(docs), "characters": sum(doc["length"] for doc in docs)}
+        with ShardWriter(self.output, shard, self.output_format) as writer:
+            for index in sorted(indexes):
+                for row in read_committed(self.work, index).to_pylist():
+                    del row["record"]  # rows are committed in record order
+                    if self.buckets is not None:
+                        row["bucket"] = bucket(row["perplexity"], row["language"], cutoffs, self.buckets)
+                    writer.add(row)
+        yield from writer.summaries
 
 
 class WriteShards(beam.PTransform):
-    """Committed segment indexes -> OUT/<language>/<bucket>/part-XXXXX.parquet, one file per
+    """Committed segment indexes -> OUT/<language>/<bucket>/part-XXXXX.parquet (or CCNet's
+    layout, ``shard_path``), one file per
     language, bucket and group of ``segments_per_shard`` segments, read back from the commits
     (no shuffle of documents) once every segment is in. Returns the file summaries."""
 
-    def __init__(self, output: str, work: str, segments_per_shard: int, buckets: Optional[BucketConfig], cutoffs):
+    def __init__(
+        self, output: str, work: str, segments_per_shard: int, buckets: Optional[BucketConfig], cutoffs, output_format: str = "parquet"
+    ):
         super().__init__()
         self.output = output
         self.work = work
         self.segments_per_shard = segments_per_shard
         self.buckets = buckets
         self.cutoffs = cutoffs
+        self.output_format = output_format
 
     def expand(self, indexes):
         return (
@@ -553,5 +658,48 @@ class WriteShards(beam.PTransform):
             | "KeyByShard" >> beam.Map(lambda index: (index // self.segments_per_shard, index))
             | "GroupByShard" >> beam.GroupByKey()
             | "Write"
-            >> beam.ParDo(WriteShardGroup(self.output, self.work, self.buckets), beam.pvalue.AsSingleton(self.cutoffs))
+            >> beam.ParDo(
+                WriteShardGroup(self.output, self.work, self.buckets, self.output_format), beam.pvalue.AsSingleton(self.cutoffs)
+            )
         )
+
+
+# --- ImportCcnet -------------------------------------------------------------------------
+
+
+class ConvertCcnetFile(beam.DoFn):
+    """(index, path of a CCNet output file) -> its documents as Parquet shards
+    ``<lang>/<bucket>/part-<index>.parquet`` (streamed, never held whole), its bad lines in
+    ``quarantine/bad-input/``; yields the file summaries and, on ``counters``, its counters."""
+
+    def __init__(self, output: str):
+        self.output = output
+
+    def process(self, element):
+        index, path = element
+        counts, bad = SegmentCounts(), []
+        with ShardWriter(self.output, index) as writer:
+            for _, item in read_segment_items(CcnetReader(), path):
+                if isinstance(item, BadRecord):
+                    counts.bad(item)
+                    bad.append(item)
+                else:
+                    counts.kept(item)
+                    writer.add(item)
+        write_bad_input(self.output, bad)
+        for name, value in counts.counts.items():
+            counter(name).inc(value)
+        yield beam.pvalue.TaggedOutput(COUNTERS, dict(counts.counts))
+        yield from writer.summaries
+
+
+class ImportCcnet(beam.PTransform):
+    """(index, path) of CCNet output files (CCNet's JSON lines or Dolma's wrapping of them) ->
+    this project's Parquet corpus files: the file summaries (main) and per-file counters."""
+
+    def __init__(self, output: str):
+        super().__init__()
+        self.output = output
+
+    def expand(self, files):
+        return files | "Convert" >> beam.ParDo(ConvertCcnetFile(self.output)).with_outputs(COUNTERS, main=KEPT)

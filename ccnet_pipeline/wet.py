@@ -38,7 +38,7 @@ BAD_KINDS = (
     "empty_file",  # a zero-length file
     "corrupt_gzip",  # a gzip member that does not decompress (garbage bytes included)
     "truncated_gzip",  # the file ends inside a gzip member
-    "malformed_record",  # bytes that do not parse as a WARC record
+    "malformed_record",  # bytes that do not parse as a WARC record (import-ccnet: a record without its text or url)
     "unsupported_version",  # a WET record whose version is not WARC/1.0 or 1.1 (e.g. WARC/0.18)
     "missing_header",  # a record without WARC-Target-URI or WARC-Date
     "non_conversion",  # a record other than warcinfo/conversion inside a WET file (a WARC given as WET)
@@ -49,6 +49,7 @@ BAD_KINDS = (
     "html_in_wet",  # a WET record holding HTML markup instead of extracted text
     "empty_record",  # no text at all
     "duplicate_record_id",  # a WARC-Record-ID seen before in the same file
+    "invalid_json",  # import-ccnet: a line that is not a JSON object
 )
 DEFAULT_MAX_RECORD_BYTES = 32 * 1024 * 1024
 _HTML = re.compile(rb"<(?:!doctype\s+html|html|head|body|div|script)\b", re.IGNORECASE)

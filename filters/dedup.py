@@ -1,11 +1,13 @@
 """Exact line deduplication as CCNet does it, split into pieces that scale.
 
-CCNet normalizes every line, hashes it with the first 8 bytes of SHA-1, and removes lines whose
-hash occurs more than once in the data. Here that runs in three steps that never need all
-hashes in one place (the pipeline shuffles by hash bucket between steps 1 and 2):
+CCNet (``cc_net/dedup.py``) normalizes every line, hashes it with the first 8 bytes of SHA-1,
+removes every copy of a line whose hash occurs in two or more documents, and keeps the first
+copy of a line that repeats only inside one document. Here that runs in three steps that never
+need all hashes in one place (the pipeline shuffles by hash bucket between steps 1 and 2):
 
 1. ``segment_line_hashes``: per input segment, arrays of (hash, position), which the pipeline
-   commits per segment (as CCNet's hash files) and splits by hash bucket (``split_by_bucket``);
+   commits per segment (as CCNet writes a hash file per shard) and splits by hash bucket
+   (``split_by_bucket``);
 2. ``find_removed_lines``: per hash bucket, which positions hold a duplicated line;
 3. ``remove_lines``: per document, drop those lines.
 """
@@ -13,23 +15,26 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
 from filters.document import Document
-from filters.normalize import normalize_for_dedup
+from filters.normalize import normalize_for_dedup, normalize_for_dedup_strict
 
 HASH_SIZE = 8  # bytes of SHA-1 kept, as CCNet
 HASH_DTYPE = np.dtype("<u8")
 LINE_BITS = 24  # a position packs (record index << LINE_BITS) | line index into one uint64
 MAX_LINES = 1 << LINE_BITS
-DEDUP_MODES = ("ccnet", "keep-first")
+# ccnet: CCNet's key and rule (a line in two or more documents loses every copy, a line repeated
+# inside one document keeps its first); strict: the same rule on normalize_for_dedup_strict's
+# key; keep-first: CCNet's key, the first occurrence in input order kept, every later one removed.
+DEDUP_MODES = ("ccnet", "strict", "keep-first")
 
 
 @dataclass(frozen=True)
 class DedupConfig:
-    mode: str = "ccnet"  # "ccnet": drop every copy of a repeated line; "keep-first": keep the first
+    mode: str = "ccnet"  # one of DEDUP_MODES
     hash_buckets: int = 16  # shuffle partitions of the hash space; each holds 1/N of all hashes
     min_len: int = 300  # documents shorter than this (characters, after dedup) are dropped
 
@@ -41,17 +46,23 @@ class DedupConfig:
         if self.min_len < 0:
             raise ValueError(f"min_len must be >= 0, got {self.min_len}")
 
+    @property
+    def normalize(self) -> Callable[[str], str]:
+        """The line key of the mode."""
+        return normalize_for_dedup_strict if self.mode == "strict" else normalize_for_dedup
 
-def line_hashes(lines: Sequence[str]) -> np.ndarray:
-    """The first 8 bytes of SHA-1 of each normalized line, as little-endian uint64 (CCNet's)."""
+
+def line_hashes(lines: Sequence[str], normalize: Callable[[str], str] = normalize_for_dedup) -> np.ndarray:
+    """The first 8 bytes of SHA-1 of each normalized line, as little-endian uint64: with
+    CCNet's normalization, the values of CCNet's ``compute_hashes``."""
     sha1 = hashlib.sha1
-    digests = b"".join(
-        sha1(normalize_for_dedup(line).encode("utf-8")).digest()[:HASH_SIZE] for line in lines
-    )
+    digests = b"".join(sha1(normalize(line).encode("utf-8")).digest()[:HASH_SIZE] for line in lines)
     return np.frombuffer(digests, dtype=HASH_DTYPE)
 
 
-def segment_line_hashes(records: Iterable[Tuple[int, str]]) -> Tuple[np.ndarray, np.ndarray]:
+def segment_line_hashes(
+    records: Iterable[Tuple[int, str]], normalize: Callable[[str], str] = normalize_for_dedup
+) -> Tuple[np.ndarray, np.ndarray]:
     """Hashes and positions of every line of a segment's documents: two equal-length uint64
     arrays. ``records`` yields (record index, raw_content)."""
     hash_chunks, position_chunks = [], []
@@ -61,7 +72,7 @@ def segment_line_hashes(records: Iterable[Tuple[int, str]]) -> Tuple[np.ndarray,
         lines = content.split("\n")
         if len(lines) >= MAX_LINES:
             raise ValueError(f"record {record} has {len(lines)} lines, more than {MAX_LINES - 1}")
-        hash_chunks.append(line_hashes(lines))
+        hash_chunks.append(line_hashes(lines, normalize))
         position_chunks.append((np.uint64(record) << np.uint64(LINE_BITS)) + np.arange(len(lines), dtype=np.uint64))
     if not hash_chunks:
         return np.empty(0, dtype=HASH_DTYPE), np.empty(0, dtype=HASH_DTYPE)
@@ -85,8 +96,9 @@ def find_removed_lines(
     """Given every (segment index, hashes, positions) of one hash bucket, the sorted positions
     to remove, per segment index.
 
-    "ccnet" removes every occurrence of a hash seen more than once; "keep-first" keeps the
-    occurrence that comes first by (segment index, record, line) and removes the others.
+    "ccnet" and "strict" remove every occurrence of a hash found in two or more documents and,
+    of a hash found in one document only, every occurrence after its first line; "keep-first"
+    keeps the occurrence that comes first by (segment index, record, line) and removes the others.
     """
     if mode not in DEDUP_MODES:
         raise ValueError(f"dedup mode must be one of {DEDUP_MODES}, got {mode!r}")
@@ -100,11 +112,13 @@ def find_removed_lines(
     hashes, segments, positions = hashes[order], segments[order], positions[order]
     starts_group = np.ones(len(hashes), dtype=bool)
     starts_group[1:] = hashes[1:] != hashes[:-1]
-    if mode == "keep-first":
-        removed = ~starts_group
-    else:
+    removed = ~starts_group  # every copy after the first
+    if mode != "keep-first":
+        records = positions >> np.uint64(LINE_BITS)
+        starts_document = starts_group.copy()
+        starts_document[1:] |= (segments[1:] != segments[:-1]) | (records[1:] != records[:-1])
         group = np.cumsum(starts_group) - 1
-        removed = np.bincount(group)[group] > 1
+        removed |= np.bincount(group, weights=starts_document)[group] > 1  # in several documents
     result = {}
     for segment in np.unique(segments[removed]):
         result[int(segment)] = np.sort(positions[removed & (segments == segment)])
@@ -125,9 +139,11 @@ def removed_lines_by_record(positions: np.ndarray) -> Dict[int, frozenset]:
 
 
 def remove_lines(doc: Document, removed: frozenset) -> Document:
-    """The document without the given line indices; length and nlines recounted."""
+    """The document without the given line indices; length, nlines and CCNet's line_ids (the
+    original indices of the lines kept) recounted."""
     if not removed:
         return doc
-    kept = [line for i, line in enumerate(doc["raw_content"].split("\n")) if i not in removed]
-    content = "\n".join(kept)
-    return {**doc, "raw_content": content, "length": len(content), "nlines": len(kept)}
+    kept = [(i, line) for i, line in enumerate(doc["raw_content"].split("\n")) if i not in removed]
+    content = "\n".join(line for _, line in kept)
+    line_ids = [doc["line_ids"][i] for i, _ in kept]
+    return {**doc, "raw_content": content, "length": len(content), "nlines": len(kept), "line_ids": line_ids}

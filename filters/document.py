@@ -7,7 +7,7 @@ plain dict (typed as ``Document``): dicts pass through Beam's fast coders and st
 from __future__ import annotations
 
 import re
-from typing import Optional, TypedDict
+from typing import List, Optional, TypedDict
 
 import pyarrow as pa
 
@@ -23,6 +23,7 @@ class Document(TypedDict):
     nlines: int  # lines of raw_content
     original_length: int  # characters before dedup
     original_nlines: int  # lines before dedup
+    line_ids: Optional[List[int]]  # CCNet's: the original index of each line kept; null if unknown (imported)
     language: Optional[str]  # XLM-R code, set by language ID
     language_score: Optional[float]  # probability of the top label
     perplexity: Optional[float]  # set by the perplexity stage; null before it
@@ -48,6 +49,7 @@ ARROW_SCHEMA = pa.schema(
         pa.field("nlines", pa.int64(), nullable=False),
         pa.field("original_length", pa.int64(), nullable=False),
         pa.field("original_nlines", pa.int64(), nullable=False),
+        pa.field("line_ids", pa.list_(pa.int32())),
         pa.field("language", pa.string()),
         pa.field("language_score", pa.float32()),
         pa.field("perplexity", pa.float64()),
@@ -90,6 +92,7 @@ def make_document(
         nlines=nlines,
         original_length=len(raw_content),
         original_nlines=nlines,
+        line_ids=list(range(nlines)),
         language=None,
         language_score=None,
         perplexity=None,

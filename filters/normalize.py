@@ -1,7 +1,10 @@
-"""CCNet's two text normalizations, as translate tables built once per process.
+"""CCNet's text normalizations (``cc_net/text_normalizer.py``), as translate tables built once
+per process, plus the project's stricter dedup variant.
 
-``normalize_for_dedup`` makes lines that differ only in case, digits, punctuation or spacing hash
-alike; ``normalize_for_lm`` is what CCNet applies before its SentencePiece + KenLM models
+``normalize_for_dedup`` is CCNet's key for line dedup, equal to CCNet's on every input (a test
+holds it to CCNet's outputs over every code point and real text in many scripts);
+``normalize_for_dedup_strict`` also merges lines that differ in any punctuation or spacing.
+``normalize_for_lm`` is CCNet's ``normalize``, applied before its SentencePiece + KenLM models
 (training and scoring must match it exactly, so that CCNet's published models drop in).
 """
 from __future__ import annotations
@@ -20,14 +23,25 @@ UNICODE_PUNCT = {
     "（": "(", "）": ")", "；": ";", "–": "-", "—": " - ", "．": ". ", "～": "~", "’": "'",
     "…": "...", "━": "-", "〈": "<", "〉": ">", "【": "[", "】": "]", "％": "%", "►": "-",
 }
-# CCNet's NON_PRINTING_CHARS: C0 and C1 control characters (tab included).
+# CCNet's NON_PRINTING_CHARS: C0 and C1 control characters (tab and newline included).
 NON_PRINTING = [*range(0, 32), *range(127, 160)]
 
 
 @lru_cache(maxsize=1)
 def _dedup_table() -> Dict[int, object]:
-    """Decimal digits -> "0"; punctuation and non-printing characters (controls, formats,
-    private use, surrogates, unassigned) -> removed; white space kept."""
+    """CCNet's dedup key after lowercasing: decimal digits -> "0" first (so the full-width
+    "１" of its punctuation list is a digit), then its punctuation list and the non-printing
+    characters removed. Everything else, ASCII punctuation and white space included, stays."""
+    table: Dict[int, object] = {code: "0" for code in range(sys.maxunicode + 1) if chr(code).isdecimal()}
+    for code in [*map(ord, UNICODE_PUNCT), *NON_PRINTING]:
+        table.setdefault(code, None)
+    return table
+
+
+@lru_cache(maxsize=1)
+def _strict_dedup_table() -> Dict[int, object]:
+    """Decimal digits -> "0"; every punctuation (P*) and other (C*: controls, formats, private
+    use, surrogates, unassigned) character removed; white space kept (collapsed after)."""
     table: Dict[int, object] = {}
     for code in range(sys.maxunicode + 1):
         char = chr(code)
@@ -39,10 +53,11 @@ def _dedup_table() -> Dict[int, object]:
     return table
 
 
-@lru_cache(maxsize=1)
-def _lm_table() -> Dict[int, object]:
+@lru_cache(maxsize=2)
+def _lm_table(keep_newline: bool = False) -> Dict[int, object]:
     """After NFD: combining marks (accents) removed, digits -> "0", CCNet's punctuation map,
-    non-printing characters removed — CCNet applies these in that order, on disjoint sets."""
+    non-printing characters removed — CCNet applies these in that order, on disjoint sets.
+    ``keep_newline`` keeps "\n" (a non-printing character to CCNet) for line-by-line use."""
     table: Dict[int, object] = {}
     for code in range(sys.maxunicode + 1):
         category = unicodedata.category(chr(code))
@@ -51,8 +66,7 @@ def _lm_table() -> Dict[int, object]:
         elif category == "Nd":
             table[code] = "0"
     table.update({ord(char): ascii for char, ascii in UNICODE_PUNCT.items() if ord(char) not in table})
-    # "\n" is kept: a line has none, and texts are translated whole then split into lines.
-    table.update({code: None for code in NON_PRINTING if code != ord("\n")})
+    table.update({code: None for code in NON_PRINTING if not (keep_newline and code == ord("\n"))})
     return table
 
 
@@ -65,12 +79,12 @@ def _lm_expanding() -> tuple:
     return tuple(chr(code) for code, value in _lm_table().items() if value is not None and len(value) > 1)
 
 
-@lru_cache(maxsize=1)
-def _lm_lookup() -> np.ndarray:
+@lru_cache(maxsize=2)
+def _lm_lookup(keep_newline: bool = False) -> np.ndarray:
     """``_lm_table`` as an array over every code point, for vectorized translation (texts with
     one of the ``_lm_expanding`` characters go through str.translate instead)."""
     lookup = np.arange(sys.maxunicode + 1, dtype=np.uint32)
-    for code, value in _lm_table().items():
+    for code, value in _lm_table(keep_newline).items():
         if value is None:
             lookup[code] = _DELETE
         elif len(value) == 1:
@@ -79,36 +93,44 @@ def _lm_lookup() -> np.ndarray:
 
 
 def normalize_for_dedup(line: str) -> str:
-    """CCNet's dedup normalization: strip, lowercase, digits to 0, punctuation and control
-    characters removed, runs of white space collapsed to one space."""
-    return " ".join(line.lower().translate(_dedup_table()).split())
+    """CCNet's ``normalize_for_dedup``: strip, lowercase, digits to 0, CCNet's list of Unicode
+    punctuation and the control characters removed; ASCII punctuation and inner white space
+    stay as they are."""
+    return line.strip().lower().translate(_dedup_table())
 
 
-def normalize_for_lm(line: str) -> str:
-    """CCNet's ``normalize(line)`` (accent, case, numbers, punct=1): strip, lowercase, strip
+def normalize_for_dedup_strict(line: str) -> str:
+    """The stricter key of ``--dedup strict``: lowercase, digits to 0, every Unicode punctuation
+    and non-printing character removed, runs of white space collapsed to one space."""
+    return " ".join(line.lower().translate(_strict_dedup_table()).split())
+
+
+def normalize_for_lm(text: str) -> str:
+    """CCNet's ``normalize(text)`` (accent, case, numbers, punct=1): strip, lowercase, strip
     accents (NFD without combining marks, left decomposed as CCNet leaves it), digits to 0,
-    Unicode punctuation mapped to ASCII, non-printing characters removed."""
-    line = line.strip()
-    if not line:
-        return line
-    line = line.lower()
-    if not line.isascii():
-        line = unicodedata.normalize("NFD", line)
-    return line.translate(_lm_table())
+    Unicode punctuation mapped to ASCII, non-printing characters removed — newlines too, so a
+    whole document comes out as one line, as CCNet's mine step scores it."""
+    text = text.strip()
+    if text.isascii():
+        return text.lower().translate(_lm_table())  # str.translate's fast ASCII path
+    return _translate_for_lm(unicodedata.normalize("NFD", text.lower()), keep_newline=False)
 
 
 def normalize_lines_for_lm(text: str) -> List[str]:
-    """``normalize_for_lm`` of every line of ``text``, in one vectorized pass over the text.
+    """CCNet's ``normalize`` of every line of ``text``, in one vectorized pass over the text.
 
     Equal to ``[normalize_for_lm(line) for line in text.split("\n")]`` (a test holds it to
     that): each line is stripped first, as CCNet does, then the whole text is lowercased,
     decomposed and mapped through a code-point lookup table at once."""
-    lines = [line.strip() for line in text.split("\n")]
-    joined = "\n".join(lines).lower()
+    joined = "\n".join(line.strip() for line in text.split("\n")).lower()
     if joined.isascii():
-        return joined.translate(_lm_table()).split("\n")  # str.translate's fast ASCII path
-    joined = unicodedata.normalize("NFD", joined)
-    if any(char in joined for char in _lm_expanding()):
-        return joined.translate(_lm_table()).split("\n")
-    mapped = _lm_lookup()[np.frombuffer(joined.encode("utf-32-le"), dtype="<u4")]
-    return mapped[mapped != _DELETE].tobytes().decode("utf-32-le").split("\n")
+        return joined.translate(_lm_table(keep_newline=True)).split("\n")
+    return _translate_for_lm(unicodedata.normalize("NFD", joined), keep_newline=True).split("\n")
+
+
+def _translate_for_lm(decomposed: str, keep_newline: bool) -> str:
+    """``_lm_table`` applied to lowercased NFD text, through the code-point lookup array."""
+    if any(char in decomposed for char in _lm_expanding()):
+        return decomposed.translate(_lm_table(keep_newline))
+    mapped = _lm_lookup(keep_newline)[np.frombuffer(decomposed.encode("utf-32-le"), dtype="<u4")]
+    return mapped[mapped != _DELETE].tobytes().decode("utf-32-le")

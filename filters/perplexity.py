@@ -1,9 +1,15 @@
 """Perplexity under per-language SentencePiece + KenLM models, and head/middle/tail buckets.
 
 Models use CCNet's layout and names, ``LM_DIR/<lang>.sp.model`` and ``LM_DIR/<lang>.arpa.bin``,
-so CCNet's published models drop in. A document's perplexity is CCNet's:
-10 ** (-sum of log10 p over its lines / sum of (tokens + 1)), each line normalized with
-``normalize_for_lm`` (vectorized: ``normalize_lines_for_lm``) and cut into SentencePiece pieces, rounded to one decimal.
+so CCNet's published models drop in. A document's perplexity is 10 ** (-log10 p / (tokens + 1)),
+rounded to one decimal, in one of two modes:
+
+- ``ccnet``, as CCNet's mine step (``MultiSentencePiece(normalize=True)`` then ``DocLM``): the
+  whole document normalized at once, which deletes its newlines, then scored as one sentence;
+  CCNet's cutoff.csv percentiles come from these scores. A document that normalizes to nothing
+  gets no perplexity (bucket ``all``), as in CCNet.
+- ``lines``: each line normalized and scored as its own sentence, log-probabilities and token
+  counts summed over the lines (what CCNet's ``DocLM`` computes on text that keeps its newlines).
 """
 from __future__ import annotations
 
@@ -14,11 +20,12 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from filters.normalize import normalize_lines_for_lm
+from filters.normalize import normalize_for_lm, normalize_lines_for_lm
 
 BUCKETS = ("head", "middle", "tail")
 NO_BUCKET = "all"  # documents without a model or without cutoffs for their language
-PERCENTILES = tuple(range(101))  # the rows of a CCNet cutoff.csv
+PERCENTILES = tuple(range(100))  # the rows of a CCNet cutoff.csv: 0..99
+PERPLEXITY_MODES = ("ccnet", "lines")
 
 
 def model_paths(lm_dir: str, language: str) -> Tuple[str, str]:
@@ -63,9 +70,14 @@ class LanguageModel:
             self._sp, self._lm = sp, lm
         return self
 
-    def perplexity(self, text: str) -> float:
-        """CCNet's document perplexity, over the lines of ``text``."""
+    def perplexity(self, text: str, mode: str = "ccnet") -> Optional[float]:
+        """The document's perplexity in ``mode`` (see the module docstring)."""
         self.load()
+        if mode == "ccnet":
+            tokenized = " ".join(self._sp.encode(normalize_for_lm(text), out_type=str))
+            if not tokenized:
+                return None
+            return round(10.0 ** (-self._lm.score(tokenized) / (len(tokenized.split()) + 1)), 1)
         encode, score = self._sp.encode, self._lm.score
         log_score, length = 0.0, 0
         for line in normalize_lines_for_lm(text):
@@ -79,9 +91,11 @@ class LanguageModels:
     """The models of every language found in ``lm_dir`` (or of ``languages``, when the caller
     fills the folder itself), each loaded on first use."""
 
-    def __init__(self, lm_dir: str, languages: Optional[Sequence[str]] = None):
+    def __init__(self, lm_dir: str, languages: Optional[Sequence[str]] = None, mode: str = "ccnet"):
+        check_perplexity_mode(mode)
         self.lm_dir = lm_dir
         self.languages = tuple(languages) if languages is not None else available_languages(lm_dir)
+        self.mode = mode
         self._models: Dict[str, LanguageModel] = {}
 
     def perplexity(self, text: str, language: Optional[str]) -> Optional[float]:
@@ -91,7 +105,12 @@ class LanguageModels:
         model = self._models.get(language)
         if model is None:
             model = self._models[language] = LanguageModel(self.lm_dir, language).load()
-        return model.perplexity(text)
+        return model.perplexity(text, self.mode)
+
+
+def check_perplexity_mode(mode: str) -> None:
+    if mode not in PERPLEXITY_MODES:
+        raise ValueError(f"perplexity mode must be one of {PERPLEXITY_MODES}, got {mode!r}")
 
 
 @dataclass(frozen=True)
@@ -100,31 +119,33 @@ class BucketConfig:
     tail_percentile: int = 60  # above this one: tail; in between: middle
 
     def __post_init__(self):
-        if not 0 <= self.head_percentile <= self.tail_percentile <= 100:
+        if not 0 <= self.head_percentile <= self.tail_percentile <= PERCENTILES[-1]:
             raise ValueError(
-                f"need 0 <= head <= tail <= 100 percentiles, got {self.head_percentile}, {self.tail_percentile}"
+                f"need 0 <= head <= tail <= {PERCENTILES[-1]} percentiles, got {self.head_percentile}, {self.tail_percentile}"
             )
 
 
-# Cutoffs: {language: 101 perplexities, the value at percentile 0, 1, ..., 100}.
+# Cutoffs: {language: 100 perplexities, the value at percentile 0, 1, ..., 99}.
 Cutoffs = Dict[str, List[float]]
 
 
 def bucket(perplexity: Optional[float], language: Optional[str], cutoffs: Mapping[str, Sequence[float]], config: BucketConfig) -> str:
-    """CCNet's PerplexityBucket: head below the head cutoff, tail above the tail cutoff."""
+    """CCNet's PerplexityBucket: head below the head cutoff, middle below the tail cutoff,
+    tail from the tail cutoff on."""
     values = cutoffs.get(language) if language else None
     if perplexity is None or values is None:
         return NO_BUCKET
-    if perplexity > values[config.tail_percentile]:
-        return "tail"
     if perplexity < values[config.head_percentile]:
         return "head"
-    return "middle"
+    if perplexity < values[config.tail_percentile]:
+        return "middle"
+    return "tail"
 
 
 def read_cutoffs(path: str) -> Cutoffs:
     """A CCNet cutoff.csv: a header ``,lang1,lang2,...`` then rows ``percentile,pp1,pp2,...``
-    for percentiles 0..100."""
+    for percentiles 0..99 (a row 100, which files of earlier versions of this project have,
+    is ignored)."""
     try:
         with open(path, newline="") as handle:
             rows = list(csv.reader(handle))
@@ -141,8 +162,10 @@ def read_cutoffs(path: str) -> Cutoffs:
             values = [float(v) for v in row[1:]]
         except (ValueError, IndexError):
             raise ValueError(f"{path}:{number}: expected a percentile and {len(languages)} numbers") from None
+        if percentile == len(PERCENTILES) and len(values) == len(languages):
+            continue
         if percentile not in PERCENTILES or len(values) != len(languages):
-            raise ValueError(f"{path}:{number}: expected a percentile in 0..100 and {len(languages)} numbers")
+            raise ValueError(f"{path}:{number}: expected a percentile in 0..{PERCENTILES[-1]} and {len(languages)} numbers")
         seen.add(percentile)
         for lang, value in zip(languages, values):
             cutoffs[lang][percentile] = value

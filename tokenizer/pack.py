@@ -16,6 +16,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 import numpy as np
 import pyarrow.parquet as pq
 
+from sampling.sampler import corpus_shards
 from tokenizer.xlmr import BOS, XLMRTokenizer
 
 INDEX_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i4")])
@@ -59,13 +60,9 @@ def pack_corpus(
 ) -> Dict:
     """Pack every language of a corpus folder; returns (and writes) the manifest."""
     tokenizer = XLMRTokenizer(sentencepiece_file(tokenizer_dir))
-    with open(os.path.join(corpus_dir, "manifest.json")) as handle:
-        entries = json.load(handle)["files"]
     files: Dict[str, List[str]] = {}
-    for entry in entries:
-        language, bucket, _ = entry["path"].split("/")
-        if not buckets or bucket in buckets:
-            files.setdefault(language, []).append(os.path.join(corpus_dir, entry["path"]))
+    for entry in corpus_shards(corpus_dir, buckets):
+        files.setdefault(entry["language"], []).append(os.path.join(corpus_dir, entry["path"]))
     os.makedirs(out_dir, exist_ok=True)
     languages = {}
     for language in sorted(files):

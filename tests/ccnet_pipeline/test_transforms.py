@@ -1,4 +1,5 @@
 """One TestPipeline per composite transform, on WET files written by the test."""
+import gzip
 import json
 import os
 
@@ -67,7 +68,8 @@ def test_deduplicate(segments, tmp_path):
         out = dedup(p, segments, DedupConfig(mode="ccnet", hash_buckets=3, min_len=10), tmp_path)
         assert_that(
             out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
-            equal_to([((0, 0), "unique line zero"), ((0, 1), "unique line one"), ((1, 0), "unique line two")]),
+            # a line repeated inside one page keeps its first copy, as CCNet
+            equal_to([((0, 0), "unique line zero\nrepeated in doc"), ((0, 1), "unique line one"), ((1, 0), "unique line two")]),
             label="kept",
         )
         assert_that(out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])), equal_to([((1, 1), "too_short")]), label="dropped")
@@ -122,7 +124,8 @@ def test_cutoffs_from_the_data():
     pairs = [("en", float(v)) for v in range(1, 102)]
     with pipeline() as p:
         cutoffs = p | beam.Create(pairs) | ComputeCutoffs()
-        assert_that(cutoffs, equal_to([{"en": [float(v) for v in range(1, 102)]}]))
+        # the 0th..99th percentiles of 1..101 (CCNet's cutoff.csv has no row 100)
+        assert_that(cutoffs, equal_to([{"en": [float(v) for v in range(1, 101)]}]))
 
 
 def test_given_cutoffs():
@@ -145,14 +148,35 @@ def test_write_shards_in_input_order_with_buckets(tmp_path):
         given = p | "Cutoffs" >> beam.Create([cutoffs])
         summaries = p | beam.Create([0, 1]) | WriteShards(str(tmp_path), str(tmp_path / "_work"), 1, BucketConfig(), given)
         assert_that(summaries, equal_to([
-            {"path": "fr/head/part-00000.parquet", "documents": 1, "characters": 2},
-            {"path": "fr/middle/part-00000.parquet", "documents": 1, "characters": 4},
-            {"path": "en/all/part-00000.parquet", "documents": 1, "characters": 3},
-            {"path": "fr/tail/part-00001.parquet", "documents": 1, "characters": 5},
+            {"path": "fr/head/part-00000.parquet", "language": "fr", "bucket": "head", "documents": 1, "characters": 2},
+            {"path": "fr/middle/part-00000.parquet", "language": "fr", "bucket": "middle", "documents": 1, "characters": 4},
+            {"path": "en/all/part-00000.parquet", "language": "en", "bucket": "all", "documents": 1, "characters": 3},
+            {"path": "fr/tail/part-00001.parquet", "language": "fr", "bucket": "tail", "documents": 1, "characters": 5},
         ]))
     assert pq.read_table(tmp_path / "fr/middle/part-00000.parquet").schema == ARROW_SCHEMA
     assert pq.ParquetFile(tmp_path / "fr/head/part-00000.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_write_shards_in_ccnets_layout(tmp_path):
+    with_ppl = lambda text, lang, ppl: {**doc(text, lang), "perplexity": ppl}
+    commit(tmp_path, 0, [(1, with_ppl("dd", "fr", 5.0)), (3, with_ppl("aaaa", "fr", 5.5)), (4, doc("c" * 3, "en"))])
+    cutoffs = {"fr": [float(p) for p in PERCENTILES]}
+    with pipeline() as p:
+        given = p | "Cutoffs" >> beam.Create([cutoffs])
+        p | beam.Create([0]) | WriteShards(str(tmp_path), str(tmp_path / "_work"), 1, BucketConfig(), given, "ccnet")
+    assert sorted(f.name for f in tmp_path.glob("*.json.gz")) == ["en_all_0000.json.gz", "fr_head_0000.json.gz"]
+    data = (tmp_path / "fr_head_0000.json.gz").read_bytes()
+    assert data[:10] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # no file name, no time: reproducible
+    first, second = (json.loads(line) for line in gzip.decompress(data).splitlines())
+    assert list(first) == [
+        "url", "date_download", "digest", "length", "nlines", "source_domain", "title", "raw_content", "cc_segment",
+        "original_nlines", "original_length", "line_ids", "language", "language_score", "perplexity", "bucket",
+    ]
+    assert (first["raw_content"], first["language_score"], first["perplexity"], first["bucket"]) == ("dd", 0.9, 5.0, "head")
+    assert second["raw_content"] == "aaaa"
+    (english,) = (json.loads(line) for line in gzip.decompress((tmp_path / "en_all_0000.json.gz").read_bytes()).splitlines())
+    assert "perplexity" not in english and english["bucket"] == "all"  # as CCNet, for a language without a model
 
 
 def test_write_shards_groups_segments_in_order(tmp_path):

@@ -16,19 +16,35 @@ from filters.dedup import (
 from filters.document import make_document
 
 
-def test_line_hash_is_first_8_bytes_of_sha1_little_endian():
-    hashes = line_hashes(["hello world", "Hello, World!", "other"])
+# CCNet's own values: cc_net.dedup.str_hash(cc_net.text_normalizer.normalize_for_dedup(line)),
+# computed with CCNet's code (facebookresearch/cc_net at bda555b).
+CCNET_HASHES = {
+    "hello world": 13028719972609469994,
+    "Hello, World!": 17533495694488439071,
+    "E?": 18304256783496761231,
+    "東京は２０２０年に…": 18157778378525224740,
+    "": 957977401221134810,
+}
+
+
+def test_line_hashes_are_ccnets():
+    hashes = line_hashes(list(CCNET_HASHES))
     assert hashes.dtype == np.dtype("<u8")
-    assert int(hashes[0]) == 13028719972609469994
+    assert [int(h) for h in hashes] == list(CCNET_HASHES.values())
     assert int(hashes[0]) == int.from_bytes(hashlib.sha1(b"hello world").digest()[:8], "little")
-    assert hashes[0] == hashes[1] != hashes[2]
+
+
+def test_strict_key_merges_punctuation_and_spacing_variants():
+    strict = line_hashes(["Hello, World!", "hello   world", "Hello World"], DedupConfig(mode="strict").normalize)
+    assert len(set(strict.tolist())) == 1
+    assert len(set(line_hashes(["Hello, World!", "hello   world", "Hello World"]).tolist())) == 3
 
 
 def _dedup(segments, mode, buckets=4):
     """Run the three dedup steps in memory over {segment: [content, ...]}."""
     per_bucket = {}
     for segment, contents in segments.items():
-        parts = split_by_bucket(*segment_line_hashes(enumerate(contents)), buckets)
+        parts = split_by_bucket(*segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).normalize), buckets)
         for bucket, (hashes, positions) in enumerate(parts):
             per_bucket.setdefault(bucket, []).append((segment, hashes, positions))
     removed = {}
@@ -50,24 +66,63 @@ CORPUS = {
     1: ["Shared footer: 2018\nThird page text\nThird page text"],
 }
 
+# Three pages and what CCNet's HashesCollector + DuplicatesRemover (cc_net/dedup.py, as mine.py
+# runs them) make of them: a line in two pages loses every copy, "HOME | NEWS" is "Home | News"
+# lowercased; a line repeated inside one page keeps its first copy, the empty line included.
+CCNET_PAGES = [
+    "Home | News\nShared line, in two pages.\nOnly in A.\nOnly in A.\nRepeated in A!\n\nRepeated in A!\nThe end of A.",
+    "HOME | NEWS\nShared line, in two pages.\nOnly in B: 42.\nShared line, in two pages.",
+    "Unique C.\nUnique C.\nunique c.\nUnique C!",
+]
+CCNET_RESULT = ["Only in A.\nRepeated in A!\n\nThe end of A.", "Only in B: 42.", "Unique C.\nUnique C!"]
+CCNET_LINE_IDS = [[2, 4, 5, 7], [2], [0, 3]]
 
-def test_ccnet_mode_removes_every_copy_across_segments_and_within_documents():
+
+@pytest.mark.parametrize("segments", [[0, 0, 0], [0, 1, 2], [2, 0, 1]])
+def test_ccnet_mode_gives_ccnets_result(segments):
+    corpus = {}
+    for page, segment in zip(CCNET_PAGES, segments):
+        corpus.setdefault(segment, []).append(page)
+    result = _dedup(corpus, "ccnet")
+    ours = [result[segment][corpus[segment].index(page)] for page, segment in zip(CCNET_PAGES, segments)]
+    assert ours == CCNET_RESULT
+
+
+def test_ccnet_mode_recounts_line_ids_as_ccnet():
+    removed = find_removed_lines([(0, *segment_line_hashes(enumerate(CCNET_PAGES)))], "ccnet")
+    by_record = removed_lines_by_record(removed[0])
+    docs = [make_document(url="u", date_download="d", digest="x", title="t", raw_content=c, cc_segment="s") for c in CCNET_PAGES]
+    assert [remove_lines(doc, by_record.get(i, frozenset()))["line_ids"] for i, doc in enumerate(docs)] == CCNET_LINE_IDS
+
+
+def test_ccnet_mode_keeps_punctuation_variants_and_one_copy_of_a_page_repeat():
     assert _dedup(CORPUS, "ccnet") == {
+        0: ["Menu, Home\nA unique first line.\nShared footer - 2019", "Another page\nmenu home\nBody two"],
+        1: ["Shared footer: 2018\nThird page text"],
+    }
+
+
+def test_strict_mode_removes_punctuation_and_digit_variants():
+    assert _dedup(CORPUS, "strict") == {
         0: ["A unique first line.", "Another page\nBody two"],
-        1: [""],  # the footer differs only by digits and punctuation; the repeated line goes too
+        1: ["Third page text"],  # the footer differs only by digits and punctuation
     }
 
 
 def test_keep_first_mode_keeps_first_occurrence_by_segment_and_record():
-    assert _dedup(CORPUS, "keep-first") == {
-        0: ["Menu, Home\nA unique first line.\nShared footer - 2019", "Another page\nBody two"],
-        1: ["Third page text"],
+    assert _dedup({0: CCNET_PAGES}, "keep-first") == {
+        0: [
+            "Home | News\nShared line, in two pages.\nOnly in A.\nRepeated in A!\n\nThe end of A.",
+            "Only in B: 42.",
+            "Unique C.\nUnique C!",
+        ]
     }
 
 
-@pytest.mark.parametrize("mode", ["ccnet", "keep-first"])
+@pytest.mark.parametrize("mode", ["ccnet", "strict", "keep-first"])
 def test_result_does_not_depend_on_bucket_count(mode):
-    assert _dedup(CORPUS, mode, buckets=1) == _dedup(CORPUS, mode, buckets=7)
+    corpus = {**CORPUS, 2: CCNET_PAGES}
+    assert _dedup(corpus, mode, buckets=1) == _dedup(corpus, mode, buckets=7)
 
 
 def test_segment_line_hashes_partitions_by_bucket():
@@ -82,7 +137,7 @@ def test_remove_lines_recounts():
     doc = make_document(url="https://a.b/c", date_download="d", digest="x", title="t", raw_content="one\ntwo\nthree", cc_segment="s")
     out = remove_lines(doc, frozenset({1}))
     assert (out["raw_content"], out["nlines"], out["length"]) == ("one\nthree", 2, 9)
-    assert (out["original_nlines"], out["original_length"]) == (3, 13)
+    assert (out["original_nlines"], out["original_length"], out["line_ids"]) == (3, 13, [0, 2])
 
 
 def test_config_validation():

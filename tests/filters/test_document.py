@@ -4,7 +4,7 @@ from filters.document import ARROW_SCHEMA, FIELDS, make_document, segment_name
 
 CCNET_FIELDS = (
     "url", "date_download", "digest", "source_domain", "title", "raw_content", "length", "nlines",
-    "original_length", "original_nlines", "language", "language_score", "perplexity", "bucket", "cc_segment",
+    "original_length", "original_nlines", "line_ids", "language", "language_score", "perplexity", "bucket", "cc_segment",
 )
 
 
@@ -22,6 +22,7 @@ def test_make_document_fills_counts_and_defaults():
     )
     assert doc["source_domain"] == "www.example.org:8080"
     assert (doc["length"], doc["nlines"], doc["original_length"], doc["original_nlines"]) == (11, 2, 11, 2)
+    assert doc["line_ids"] == [0, 1]
     assert (doc["language"], doc["perplexity"], doc["bucket"]) == (None, None, "all")
     table = pa.Table.from_pylist([doc], schema=ARROW_SCHEMA)
     assert table.num_rows == 1 and table.schema == ARROW_SCHEMA

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -79,6 +80,42 @@ def test_end_to_end_on_known_input(handmade, tmp_path):
     assert stats["output"]["is"]["all"]["documents"] == 1
     quarantined = [json.loads(line) for f in sorted((out / "quarantine/bad-input").iterdir()) for line in f.read_text().splitlines()]
     assert sorted(q["kind"] for q in quarantined) == ["empty_record", "invalid_utf8"]
+
+
+def test_a_line_repeated_only_inside_one_page_keeps_its_first_copy(tmp_path):
+    repeated = "Subscribe to our newsletter for the weekly village library programme."
+    lines = paragraphs("en", 4, "pagerepeat").split("\n")
+    text = "\n".join([lines[0], repeated, lines[1], repeated, lines[2], repeated, lines[3]])
+    write_wet_file(tmp_path / "wet" / "a.warc.wet.gz", [page(0, text), page(1, paragraphs("en", 4, "otherpage"))])
+    out = tmp_path / "corpus"
+    stats = mine(tmp_path / "wet", out, "--langs", "en", "--min-len", "50")
+    (first, _) = rows(out / "en/all/part-00000.parquet")
+    assert first["raw_content"] == "\n".join([lines[0], repeated, lines[1], lines[2], lines[3]])
+    assert first["line_ids"] == [0, 1, 2, 4, 6] and first["original_nlines"] == 7
+    assert stats["lines_removed_by_dedup"] == 2
+
+
+def decimals(score: float) -> int:
+    """Decimals of a stored float32 score, written shortest."""
+    return len(str(np.float32(score)).partition(".")[2])
+
+
+def test_lid_scores_are_rounded_to_two_decimals_as_ccnet(handmade, tmp_path):
+    out = tmp_path / "corpus"
+    mine(handmade, out, "--langs", "en,fr,de,es,is", "--min-len", "200")
+    scores = duckdb.sql(f"select language_score from '{out}/*/*/*.parquet'").fetchall()
+    assert scores and all(decimals(score) <= 2 for (score,) in scores)
+
+
+def test_the_projects_own_modes_run_and_are_recorded(handmade, lm_dir, tmp_path):
+    out = tmp_path / "corpus"
+    stats = mine(handmade, out, "--langs", "en,fr,de,es,is", "--min-len", "200", "--dedup", "strict",
+                 "--lid-mode", "spaced", "--perplexity", "lines", "--lm-dir", str(lm_dir))
+    config = json.loads((out / "manifest.json").read_text())["config"]
+    assert (config["dedup"]["mode"], config["lid"]["mode"], config["perplexity"]) == ("strict", "spaced", "lines")
+    scores = duckdb.sql(f"select language_score from '{out}/*/*/*.parquet'").fetchall()
+    assert any(decimals(score) > 2 for (score,) in scores)  # not rounded, unlike --lid-mode ccnet
+    assert stats["lines_removed_by_dedup"] >= 5 * 2 + 2 * 3
 
 
 def test_keep_first_keeps_one_copy(handmade, tmp_path):
@@ -210,12 +247,12 @@ def test_perplexity_buckets_end_to_end(sample, lm_dir, tmp_path):
     assert set(manifest["languages"]["en"]) == {"head", "middle", "tail"}
     assert set(manifest["languages"]["es"]) == {"all"}  # no model: perplexity null, bucket all
     cutoffs_csv = (out / "cutoffs.csv").read_text().splitlines()
-    assert cutoffs_csv[0] == ",de,en,fr" and len(cutoffs_csv) == 102
+    assert cutoffs_csv[0] == ",de,en,fr" and len(cutoffs_csv) == 101  # percentiles 0..99, as CCNet's
     docs = duckdb.sql(f"select url, language, bucket, perplexity from '{out}/*/*/*.parquet'").fetchall()
     for url, language, bucket, perplexity in docs:
         if language in ("en", "de", "fr"):
             head, tail = manifest["cutoffs"][language]["head"], manifest["cutoffs"][language]["tail"]
-            assert bucket == ("head" if perplexity < head else "tail" if perplexity > tail else "middle")
+            assert bucket == ("head" if perplexity < head else "middle" if perplexity < tail else "tail")
         else:
             assert (bucket, perplexity) == ("all", None)
     spam = [bucket for url, language, bucket, _ in docs if "/shop/" in url and language in ("en", "de", "fr")]
@@ -225,7 +262,7 @@ def test_perplexity_buckets_end_to_end(sample, lm_dir, tmp_path):
 
 def test_given_cutoffs_file(sample, lm_dir, tmp_path):
     cutoffs = tmp_path / "cutoff.csv"
-    cutoffs.write_text(",en,xx\n" + "".join(f"{p},{1000 + p},{p}\n" for p in range(101)))
+    cutoffs.write_text(",en,xx\n" + "".join(f"{p},{1000 + p},{p}\n" for p in range(100)))  # CCNet's rows 0..99
     out = tmp_path / "corpus"
     mine(sample, out, "--langs", "en", "--lm-dir", str(lm_dir), "--cutoffs", str(cutoffs), "--keep-dropped")
     manifest = json.loads((out / "manifest.json").read_text())

@@ -14,7 +14,31 @@ def test_real_lid176_identifies_documents(lid_model):
 
 
 def test_empty_text_has_no_language(lid_model):
-    assert LanguageIdentifier(lid_model).predict(["", " \n "]) == [(None, 0.0), (None, 0.0)]
+    assert LanguageIdentifier(lid_model, "spaced").predict(["", " \n "]) == [(None, 0.0), (None, 0.0)]
+    # CCNet's Classifier skips only empty text; white space is predicted (lid.176: en, 0.12).
+    assert LanguageIdentifier(lid_model, "ccnet").predict(["", " \n "]) == [(None, 0.0), ("en", 0.12)]
+
+
+# What CCNet's own Classifier (cc_net/split_by_lang.py at bda555b, top=1, threshold 0) says of
+# these with lid.176.ftz: newlines deleted, so "Log in" follows "Loading..." with no space,
+# and the probability rounded to 2 decimals ("Redirecting...": 0.4962 becomes 0.5).
+CCNET_LID = {
+    "Redirecting...\nLog in": ("en", 0.5),
+    "Loading...\nLog in": ("ru", 0.36),
+    "Page not found\n404 Not Found": ("da", 0.22),
+    "The village library opens every morning.\nIt closes late on Thursdays.": ("en", 0.97),
+    "Die Dorfbibliothek öffnet jeden Morgen.\nSie schließt donnerstags spät.": ("de", 0.99),
+}
+
+
+def test_ccnet_mode_gives_ccnets_labels_and_rounded_scores(lid_model):
+    assert LanguageIdentifier(lid_model, "ccnet").predict(list(CCNET_LID)) == list(CCNET_LID.values())
+
+
+def test_spaced_mode_reads_newlines_as_spaces_and_keeps_the_exact_score(lid_model):
+    results = LanguageIdentifier(lid_model, "spaced").predict(["Redirecting...\nLog in", "Loading...\nLog in"])
+    assert [code for code, _ in results] == ["en", "en"]
+    assert results[0][1] == pytest.approx(0.7841613, abs=1e-6) and results[1][1] == pytest.approx(0.8335301, abs=1e-6)
 
 
 def test_any_model_path_is_accepted(lid_model, tmp_path):
@@ -45,6 +69,8 @@ def test_missing_and_corrupt_models_are_clear_errors(tmp_path):
         LanguageIdentifier(str(corrupt)).model
 
 
-def test_threshold_validation(lid_model):
+def test_config_validation(lid_model):
     with pytest.raises(ValueError, match="threshold"):
         LidConfig(model_path=lid_model, threshold=1.5)
+    with pytest.raises(ValueError, match="LID mode"):
+        LidConfig(model_path=lid_model, mode="spaces")
