@@ -1,4 +1,7 @@
 """Helpers shared by the benchmarks."""
+import time
+from typing import Callable, List, Sequence
+
 from filters import normalize, quality
 
 
@@ -7,3 +10,15 @@ def drop_lookup_tables() -> None:
     for them as a fresh worker process would."""
     for table in (normalize._dedup_table, normalize._strict_dedup_table, normalize._lm_table, normalize._lm_lookup, normalize._lm_expanding, quality._char_classes):
         table.cache_clear()
+
+
+def take_turns(functions: Sequence[Callable[[], object]], rounds: int) -> List[List[float]]:
+    """Seconds of every call of each function over ``rounds`` rounds; the functions take turns
+    within a round, so that whatever else loads the machine weighs on all of them alike."""
+    times: List[List[float]] = [[] for _ in functions]
+    for _ in range(rounds):
+        for function, seconds in zip(functions, times):
+            start = time.perf_counter()
+            function()
+            seconds.append(time.perf_counter() - start)
+    return times

@@ -22,7 +22,7 @@ import sentencepiece
 
 from ccnet_pipeline.cli import main as cli_main
 from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_reference_text, generate_sample
-from common import drop_lookup_tables
+from common import drop_lookup_tables, take_turns
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
 from filters.perplexity import PERPLEXITY_MODES, LanguageModel, model_paths
 from filters.train_lm import TrainLmConfig, train_language_model
@@ -31,15 +31,8 @@ LANGUAGES = ("en", "de", "fr")
 
 
 def best_of(repeats, *functions):
-    """The fastest of ``repeats`` runs of each function, in seconds, the functions taking turns
-    so that a change in the machine's load hits them alike."""
-    times = [[] for _ in functions]
-    for _ in range(repeats):
-        for function, taken in zip(functions, times):
-            start = time.perf_counter()
-            function()
-            taken.append(time.perf_counter() - start)
-    return [min(taken) for taken in times]
+    """The fastest of ``repeats`` runs of each function, in seconds, taking turns."""
+    return [min(seconds) for seconds in take_turns(functions, repeats)]
 
 
 def mine_seconds(sample_dir: str, output: str, *extra: str) -> float:

@@ -18,12 +18,12 @@ import os
 import resource
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
+from common import take_turns
 from pretrain.data import FIRST_PIECE, masking_generator
 from pretrain.dist import Dist
 from pretrain.export import hf_config, to_hf
@@ -108,13 +108,7 @@ def time_steps(steps_of, steps: int) -> list:
     within a round, so that whatever else loads the machine weighs on all of them alike."""
     for step in steps_of:
         step()
-    times = [[] for _ in steps_of]
-    for _ in range(steps):
-        for step, seconds in zip(steps_of, times):
-            start = time.perf_counter()
-            step()
-            seconds.append(time.perf_counter() - start)
-    return [statistics.median(seconds) for seconds in times]
+    return [statistics.median(seconds) for seconds in take_turns(steps_of, steps)]
 
 
 def main(argv=None) -> int:
