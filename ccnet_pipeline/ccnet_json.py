@@ -1,5 +1,5 @@
 """CCNet's output format, both ways: JSON lines, gzip, ``<lang>_<bucket>_NNNN.json.gz`` (the
-names of CCNet's regrouped mine output). Pure Python, no Beam.
+names of CCNet's regrouped mine output, ``toolkit.corpus.Layout.shard``). Pure Python, no Beam.
 
 ``to_ccnet`` writes a document as CCNet's mine pipeline does: CCNet's fields only, in the order
 its steps add them, ``perplexity`` absent when the language has no model. ``read_ccnet_file``
@@ -31,10 +31,6 @@ CCNET_FIELDS = (
 
 
 _NAME = re.compile(r"[A-Za-z0-9_-]+")  # a language code or bucket name: safe as a folder name
-
-
-def ccnet_file_name(language: str, bucket: str, shard: int) -> str:
-    return f"{language}_{bucket}_{shard:04d}.json.gz"
 
 
 def to_ccnet(doc: Document) -> Dict:

@@ -12,13 +12,14 @@ import shutil
 import sys
 from typing import Dict, List, Optional
 
-from ccnet_pipeline.config import OUTPUT_FORMATS
 from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DEDUP_MODES, DedupConfig
 from filters.perplexity import PERPLEXITY_MODES, BucketConfig, LanguageModel, available_languages
 from filters.quality import QualityConfig
 from lid.languages import parse_languages
 from lid.model import LID_MODES, LanguageIdentifier, LidConfig, default_model_path
+from toolkit import storage
+from toolkit.corpus import OUTPUT_FORMATS, Layout
 
 
 class _DropBeamImportNoise(logging.Filter):
@@ -47,7 +48,7 @@ def _mine_parser(sub) -> None:
     mine.add_argument("--lid-mode", choices=LID_MODES, default="ccnet", help="ccnet: newlines deleted, score rounded to 2 decimals (CCNet); spaced: newlines as spaces, exact score")
     mine.add_argument("--min-len", type=int, default=300, help="minimum document length after dedup, in characters")
     mine.add_argument("--dedup", choices=DEDUP_MODES, default="ccnet", help="ccnet: CCNet's key, every copy of a line found in 2+ documents removed, the first copy of a repeat inside one page kept; strict: the same on a key without any punctuation or spacing; keep-first: the first occurrence kept")
-    mine.add_argument("--hash-buckets", type=int, default=16, help="shuffle partitions of the line-hash space")
+    mine.add_argument("--hash-partitions", "--hash-buckets", dest="hash_partitions", type=int, default=16, help="shuffle partitions of the line-hash space (--hash-buckets: its old name)")
     mine.add_argument("--lm-dir", default=None, help="<lang>.sp.model + <lang>.arpa.bin per language (CCNet layout): score perplexity, bucket head/middle/tail")
     mine.add_argument("--perplexity", choices=PERPLEXITY_MODES, default="ccnet", help="ccnet: the whole document normalized and scored as one sentence (CCNet); lines: each line scored, sums over lines")
     mine.add_argument("--cutoffs", default=None, help="CCNet cutoff.csv; default: percentiles computed from the data")
@@ -129,11 +130,11 @@ def _import(args, beam_args: List[str]) -> int:
 
 def _run_once(output: str, run_job) -> int:
     """Run the job unless ``output`` holds its finished output already; print its summary."""
-    from ccnet_pipeline.pipeline import is_complete, read_bytes
+    from ccnet_pipeline.pipeline import is_complete
 
     if is_complete(output):
         print(f"{output} already holds this job's finished output")
-        stats = json.loads(read_bytes(f"{output}/stats.json"))
+        stats = storage.read_json(Layout(output).stats)
     else:
         stats = run_job()
     _print_summary(stats, output)
@@ -162,26 +163,21 @@ def _sample_parser(sub) -> None:
 def _prepare_output(output: str, run: Dict, overwrite: bool) -> None:
     """Create the corpus folder, or resume the run it holds when ``run`` (config and input
     segments) is the same; fail clearly when it cannot be written or holds other data."""
-    if "://" in output:
+    if storage.is_remote(output):
         return  # object stores have no folders to check; Beam reports write errors there
-    run_file = os.path.join(output, "_work", "run.json")
+    layout = Layout(output)
     run = json.loads(json.dumps(run))  # tuples as lists, as the file holds them
     if os.path.isdir(output) and os.listdir(output):
-        if os.path.exists(run_file):
-            with open(run_file) as handle:
-                if json.load(handle) == run:
-                    return  # the same job: resume it
-        is_corpus = any(os.path.exists(os.path.join(output, f)) for f in ("manifest.json", "stats.json", "_work"))
+        if os.path.exists(layout.run_file) and storage.read_json(layout.run_file) == run:
+            return  # the same job: resume it
+        is_corpus = any(os.path.exists(p) for p in (layout.manifest, layout.stats, layout.work))
         if not overwrite:
             raise UsageError(f"output folder {output} holds another job's output; pass --overwrite to replace it")
         if not is_corpus:
             raise UsageError(f"output folder {output} is not empty and holds no corpus; refusing to overwrite it")
         shutil.rmtree(output)
     try:
-        os.makedirs(os.path.dirname(run_file), exist_ok=True)
-        with open(run_file + ".tmp", "w") as handle:
-            json.dump(run, handle, indent=2, sort_keys=True)
-        os.replace(run_file + ".tmp", run_file)
+        storage.write_json(layout.run_file, run)
     except OSError as error:
         raise UsageError(f"cannot write to output folder {output}: {error.strerror or error}") from None
 
@@ -190,10 +186,8 @@ def _check_language_models(lm_dir: str) -> None:
     """Every model pair in ``lm_dir`` loads: a missing half or a corrupt file fails here,
     not on a worker. (KenLM binaries are memory-mapped, so this is quick.) On shared storage
     the pairs are only listed: workers fetch each language when they first need it."""
-    from ccnet_pipeline.transforms import is_remote, remote_languages
-
-    if is_remote(lm_dir):
-        if not remote_languages(lm_dir):
+    if storage.is_remote(lm_dir):
+        if not available_languages(lm_dir):
             raise ValueError(f"{lm_dir} holds no <lang>.sp.model + <lang>.arpa.bin pair")
         return
     languages = available_languages(lm_dir)
@@ -222,14 +216,12 @@ def _mine(args, beam_args: List[str]) -> int:
             languages=languages,
             mode=args.lid_mode,
         )
-        from ccnet_pipeline.transforms import localize
-
-        LanguageIdentifier(localize(lid.model_path)).model  # a missing or corrupt model fails here, not on a worker
+        LanguageIdentifier(storage.localize(lid.model_path)).model  # a missing or corrupt model fails here, not on a worker
         config = MineConfig(
             input=inputs,
             output=args.output.rstrip("/"),
             lid=lid,
-            dedup=DedupConfig(mode=args.dedup, hash_buckets=args.hash_buckets, min_len=args.min_len),
+            dedup=DedupConfig(mode=args.dedup, hash_partitions=args.hash_partitions, min_len=args.min_len),
             quality=QualityConfig(
                 max_duplicate_line_frac=args.max_duplicate_line_frac,
                 min_mean_line_length=args.min_mean_line_length,

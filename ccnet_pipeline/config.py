@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DedupConfig
-from filters.perplexity import BucketConfig, check_perplexity_mode
-from filters.quality import QualityConfig
-from lid.model import LidConfig
-
-OUTPUT_FORMATS = ("parquet", "ccnet")
+from filters.perplexity import BucketConfig, PerplexityScorer, check_perplexity_mode
+from filters.quality import QualityConfig, QualityFilter
+from filters.stage import Stage
+from lid.model import LanguageFilter, LidConfig
+from toolkit.corpus import OUTPUT_FORMATS
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,17 @@ class MineConfig:
             raise ValueError("--cutoffs needs --lm-dir: cutoffs bucket perplexities")
         check_perplexity_mode(self.perplexity)
         if self.output_format not in OUTPUT_FORMATS:
-            raise ValueError(f"output format must be one of {OUTPUT_FORMATS}, got {self.output_format!r}")
+            raise ValueError(f"output format must be one of {', '.join(OUTPUT_FORMATS)}, got {self.output_format!r}")
         if self.segments_per_shard < 1:
             raise ValueError(f"segments_per_shard must be >= 1, got {self.segments_per_shard}")
+
+    def stages(self) -> List[Stage]:
+        """The document stages after dedup, in order (``filters.stage``): a new filter is a
+        class in filters/, its config field, and one line here."""
+        stages: List[Stage] = [QualityFilter(self.quality), LanguageFilter(self.lid)]
+        if self.lm_dir:
+            stages.append(PerplexityScorer(self.lm_dir, self.perplexity))
+        return stages
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

@@ -23,6 +23,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import requests
 from tqdm import tqdm
+from toolkit import storage
 
 DEFAULT_BASE_URL = "https://data.commoncrawl.org/"
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -199,4 +200,4 @@ class Downloader:
             except ValueError as error:
                 os.remove(temporary)  # corrupt, not merely short: fetch it whole again
                 raise _Retry(f"{os.path.basename(destination)}: {error}") from None
-        os.replace(temporary, destination)
+        storage.publish(temporary, destination)

@@ -2,7 +2,6 @@
 stats and quarantine."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import posixpath
@@ -11,7 +10,6 @@ from typing import Dict, List, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import FileSystem
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from ccnet_pipeline.config import ImportConfig, MineConfig
@@ -21,24 +19,22 @@ from ccnet_pipeline.transforms import (
     COUNTERS,
     DROPPED,
     KEPT,
+    NAMESPACE,
     PERPLEXITIES,
     SEEN,
+    ApplyStage,
     CommitSegments,
     ComputeCutoffs,
     Deduplicate,
     ImportCcnet,
-    LanguageId,
-    Perplexity,
-    QualitySignals,
     ReadPerplexities,
     WriteShards,
-    is_remote,
-    localize,
-    read_bytes,
-    remote_languages,
-    write_atomically,
 )
+from filters.dedup import MinLength
 from filters.perplexity import BucketConfig, Cutoffs, available_languages, format_cutoffs, read_cutoffs
+from filters.stage import reason_stages
+from toolkit import storage
+from toolkit.corpus import CorpusManifest, Layout, ShardEntry
 
 DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism, which fails offline
 
@@ -51,9 +47,9 @@ def list_segments(patterns: Sequence[str]) -> List[str]:
     matches no readable file at all is an error."""
     paths, directories, unreadable = set(), set(), set()
     for pattern in patterns:
-        entries = set(match_local(pattern) if not is_remote(pattern) else match_remote(pattern))
-        found_directories = {e for e in entries if e.endswith("/") or (not is_remote(e) and os.path.isdir(e))}
-        found_unreadable = {e for e in entries - found_directories if not is_remote(e) and not os.path.isfile(e)}
+        entries = set(match_local(pattern) if not storage.is_remote(pattern) else storage.match(pattern))
+        found_directories = {e for e in entries if e.endswith("/") or (not storage.is_remote(e) and os.path.isdir(e))}
+        found_unreadable = {e for e in entries - found_directories if not storage.is_remote(e) and not os.path.isfile(e)}
         if not entries - found_directories - found_unreadable:
             matched = ", ".join(sorted(entries))
             raise FileNotFoundError(
@@ -93,12 +89,6 @@ def match_local(pattern: str) -> List[str]:
     return found
 
 
-def match_remote(pattern: str) -> List[str]:
-    """The objects ``pattern`` matches on a Beam file system (gs://, s3://, ...); folder
-    placeholders end with ``/``."""
-    return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
-
-
 _GLOB_FREE_PREFIX = re.compile(r"^[^[*?]*")
 
 
@@ -107,28 +97,29 @@ def build(
 ) -> None:
     """Add the mine job to ``pipeline``; ``committed`` holds the markers of segments an earlier
     run committed, which are read back instead of mined again."""
-    work = work_dir(config.output)
+    layout = Layout(config.output)
     indexed = list(enumerate(segments))
     every = pipeline | "Segments" >> beam.Create(indexed)
     to_mine = pipeline | "SegmentsToMine" >> beam.Create([s for s in indexed if s[0] not in committed])
-    deduped = (every, to_mine) | "Deduplicate" >> Deduplicate(config.dedup, config.read, work)
-    scored = deduped[KEPT] | "QualitySignals" >> QualitySignals(config.quality)
-    identified = scored[KEPT] | "LanguageId" >> LanguageId(config.lid)
-    docs = identified[KEPT]
-    if config.lm_dir:
-        docs = docs | "Perplexity" >> Perplexity(config.lm_dir, config.perplexity)
-    dropped = (deduped[DROPPED], scored[DROPPED], identified[DROPPED]) | "AllDropped" >> beam.Flatten()
-    results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped, BAD: deduped[BAD]}
-    new = results | "CommitSegments" >> CommitSegments(config.output, work, config.keep_dropped)
+    deduped = (every, to_mine) | "Deduplicate" >> Deduplicate(config.dedup, config.read, layout)
+    docs, dropped = deduped[KEPT], [deduped[DROPPED]]
+    stages = config.stages()
+    for stage in stages:
+        out = docs | type(stage).__name__ >> ApplyStage(stage)
+        docs = out[KEPT]
+        dropped.append(out[DROPPED])
+    results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped | "AllDropped" >> beam.Flatten(), BAD: deduped[BAD]}
+    reasons = reason_stages([MinLength(config.dedup.min_len), *stages])
+    new = results | "CommitSegments" >> CommitSegments(layout, config.keep_dropped, reasons)
     earlier = pipeline | "CommittedSegments" >> beam.Create(sorted(committed))
     if config.lm_dir:
         perplexities = (
             new[PERPLEXITIES],
-            earlier | "ReadPerplexities" >> beam.ParDo(ReadPerplexities(work)),
+            earlier | "ReadPerplexities" >> beam.ParDo(ReadPerplexities(layout)),
         ) | "AllPerplexities" >> beam.Flatten()
         given = load_cutoffs(config) if config.cutoffs_file else None
         cutoffs = perplexities | "Cutoffs" >> ComputeCutoffs(given)
-        cutoffs | "WriteCutoffs" >> beam.Map(write_cutoffs, config.output)
+        cutoffs | "WriteCutoffs" >> beam.Map(lambda values: storage.write_text(layout.cutoffs, format_cutoffs(values)))
     else:
         cutoffs = pipeline | "NoCutoffs" >> beam.Create([{}])
     counters = (
@@ -139,7 +130,7 @@ def build(
     (
         (new[KEPT], earlier)
         | "AllSegments" >> beam.Flatten()
-        | "WriteShards" >> WriteShards(config.output, work, config.segments_per_shard, buckets, cutoffs, config.output_format)
+        | "WriteShards" >> WriteShards(layout, config.segments_per_shard, buckets, cutoffs, config.output_format)
         | "CollectSummaries" >> beam.combiners.ToList()
         | "WriteManifestAndStats"
         >> beam.Map(
@@ -154,16 +145,11 @@ def build(
     )
 
 
-def work_dir(output: str) -> str:
-    return f"{output}/_work"
-
-
 def committed_segments(output: str, segments: Sequence[str]) -> Dict[int, Dict]:
     """The markers of segments committed by an earlier run of this job, by segment index."""
-    found = FileSystems.match([f"{work_dir(output)}/segments/*.json"])[0].metadata_list
     markers = {}
-    for metadata in found:
-        marker = json.loads(read_bytes(metadata.path))
+    for path in storage.match(Layout(output).markers):
+        marker = storage.read_json(path)
         if marker["index"] < len(segments) and segments[marker["index"]] == marker["path"]:
             markers[marker["index"]] = marker
     return markers
@@ -171,18 +157,8 @@ def committed_segments(output: str, segments: Sequence[str]) -> Dict[int, Dict]:
 
 def load_cutoffs(config: MineConfig) -> Cutoffs:
     """The cutoff.csv's columns for the languages that have a model in ``lm_dir``."""
-    with_model = set(remote_languages(config.lm_dir) if is_remote(config.lm_dir) else available_languages(config.lm_dir))
-    return {lang: values for lang, values in read_cutoffs(localize(config.cutoffs_file)).items() if lang in with_model}
-
-
-def write_cutoffs(cutoffs: Cutoffs, output: str) -> None:
-    text = format_cutoffs(cutoffs)
-    write_atomically(f"{output}/cutoffs.csv", lambda stream: stream.write(text.encode("utf-8")))
-
-
-def write_json(path: str, data) -> None:
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    write_atomically(path, lambda stream: stream.write(text.encode("utf-8")))
+    with_model = set(available_languages(config.lm_dir))
+    return {lang: values for lang, values in read_cutoffs(config.cutoffs_file).items() if lang in with_model}
 
 
 def cutoffs_used(cutoffs: Cutoffs, buckets: BucketConfig) -> Dict[str, Dict[str, float]]:
@@ -191,9 +167,6 @@ def cutoffs_used(cutoffs: Cutoffs, buckets: BucketConfig) -> Dict[str, Dict[str,
         lang: {"head": values[buckets.head_percentile], "tail": values[buckets.tail_percentile]}
         for lang, values in sorted(cutoffs.items())
     }
-
-
-LAYOUTS = {"parquet": "<language>/<bucket>/part-XXXXX.parquet", "ccnet": "<language>_<bucket>_XXXX.json.gz"}
 
 
 def write_manifest_and_stats(
@@ -206,31 +179,11 @@ def write_manifest_and_stats(
     counters: List[Dict[str, int]],
 ) -> None:
     """OUT/stats.json (every counter, from the committed segments and the written files) and
-    OUT/manifest.json: documents, characters and files per language and bucket, every file, the
-    perplexity cutoffs used, and the exact config that produced them."""
-    write_json(f"{output}/stats.json", job_stats(counters, summaries))
-    languages: Dict[str, Dict[str, Dict[str, int]]] = {}
-    for summary in summaries:
-        entry = languages.setdefault(summary["language"], {}).setdefault(
-            summary["bucket"], {"documents": 0, "characters": 0, "files": 0}
-        )
-        entry["documents"] += summary["documents"]
-        entry["characters"] += summary["characters"]
-        entry["files"] += 1
-    write_json(
-        f"{output}/manifest.json",
-        {
-            "format": "parquet" if output_format == "parquet" else "ccnet-json",
-            "layout": LAYOUTS[output_format],
-            "documents": sum(s["documents"] for s in summaries),
-            "characters": sum(s["characters"] for s in summaries),
-            "languages": languages,
-            "files": sorted(summaries, key=lambda s: s["path"]),
-            "cutoffs": cutoffs,
-            "config": config,
-            "pipeline_options": options,
-        },
-    )
+    OUT/manifest.json (``CorpusManifest``): every file, the perplexity cutoffs used and the
+    exact config that produced them."""
+    storage.write_json(Layout(output).stats, job_stats(counters, summaries))
+    files = [ShardEntry(**summary) for summary in summaries]
+    CorpusManifest(output_format, files, cutoffs, config, options).write(output)
 
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
@@ -246,14 +199,31 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
 def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Dict:
     """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
     resuming after the segments an earlier run committed; returns the stats it wrote."""
+    execute(config, segments, beam_args)
+    return storage.read_json(Layout(config.output).stats)
+
+
+def execute(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]):
+    """``run``, returning Beam's result of the job (its metrics: ``job_counters``)."""
     options = pipeline_options(beam_args)
     pipeline = beam.Pipeline(options=options)
     committed = committed_segments(config.output, segments)
     build(pipeline, config, segments, options.get_all_options(drop_default=True), committed)
     logging.info("mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed))
-    pipeline.run().wait_until_finish()
+    result = pipeline.run()
+    result.wait_until_finish()
     mark_complete(config.output)
-    return json.loads(read_bytes(f"{config.output}/stats.json"))
+    return result
+
+
+def job_counters(result, namespace: str = NAMESPACE) -> Dict[str, int]:
+    """The committed Beam counters of a finished job, summed over the steps that raised them."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    totals: Dict[str, int] = {}
+    for metric in result.metrics().query(MetricsFilter().with_namespace(namespace))["counters"]:
+        totals[metric.key.metric.name] = totals.get(metric.key.metric.name, 0) + metric.committed
+    return dict(sorted(totals.items()))
 
 
 def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[str]) -> Dict:
@@ -261,7 +231,7 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
     manifest, stats, quarantine); returns the stats it wrote."""
     options = pipeline_options(beam_args)
     pipeline = beam.Pipeline(options=options)
-    converted = pipeline | "Files" >> beam.Create(list(enumerate(files))) | "ImportCcnet" >> ImportCcnet(config.output)
+    converted = pipeline | "Files" >> beam.Create(list(enumerate(files))) | "ImportCcnet" >> ImportCcnet(Layout(config.output))
     (
         converted[KEPT]
         | "CollectSummaries" >> beam.combiners.ToList()
@@ -278,19 +248,16 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
     )
     pipeline.run().wait_until_finish()
     mark_complete(config.output)
-    return json.loads(read_bytes(f"{config.output}/stats.json"))
+    return storage.read_json(Layout(config.output).stats)
 
 
 def is_complete(output: str) -> bool:
-    return FileSystems.exists(f"{work_dir(output)}/complete")
+    return storage.exists(Layout(output).complete)
 
 
 def mark_complete(output: str) -> None:
     """Drop the committed intermediates (the shards hold the documents now) and mark the job
     done, so that running the same command again changes nothing."""
-    work = work_dir(output)
-    leftovers = FileSystems.match([f"{work}/hashes/*", f"{work}/segments/*"])
-    paths = [m.path for result in leftovers for m in result.metadata_list]
-    if paths:
-        FileSystems.delete(paths)
-    write_atomically(f"{work}/complete", lambda out: out.write(b"complete\n"))
+    layout = Layout(output)
+    storage.delete([path for pattern in layout.intermediates for path in storage.match(pattern)])
+    storage.write_bytes(layout.complete, b"complete\n")

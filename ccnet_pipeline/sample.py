@@ -20,6 +20,7 @@ from itertools import accumulate
 from typing import Dict, List, Tuple
 
 from ccnet_pipeline.wet import WetPage, raw_record, write_wet
+from toolkit import storage
 
 # (XLM-R code, wordfreq code, faker locale, relative share). The first 12 are the default
 # selection of `make corpus`; Urdu and Icelandic are the low-resource ones; the last four
@@ -187,13 +188,11 @@ def generate_sample(output: str, config: SampleConfig = SampleConfig()) -> List[
     for index, pages in enumerate(generate_pages(config)):
         filename = f"CC-SAMPLE-{index:05d}.warc.wet.gz"
         path = os.path.join(output, filename)
-        temporary = path + ".tmp"
         if config.bad_records and index == config.segments - 1:
             middle = len(pages) // 2
             pages = pages[:middle] + _bad_records(rng, filename) + pages[middle:]
-        with open(temporary, "wb") as stream:
+        with storage.atomic_write(path) as stream:
             write_wet(stream, pages, filename)
-        os.replace(temporary, path)
         paths.append(path)
     return paths
 
@@ -207,8 +206,7 @@ def generate_reference_text(output: str, lines: int = 3000, seed: int = 0) -> Li
     for code, wordfreq_code, locale, _ in LANGUAGE_MIX:
         lang = _Language(code, wordfreq_code, locale, rng)
         path = os.path.join(output, f"{code}.txt")
-        with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        with storage.atomic_write(path, "w") as handle:
             handle.writelines(lang.paragraph() + "\n" for _ in range(lines))
-        os.replace(path + ".tmp", path)
         paths.append(path)
     return paths

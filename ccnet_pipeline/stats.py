@@ -6,7 +6,7 @@ an uninterrupted one does: the segments committed before the crash bring their c
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from ccnet_pipeline.wet import BadRecord
 from filters.document import Document
@@ -33,25 +33,33 @@ class SegmentCounts:
         self.read(doc)
         self.counts["perplexity/no_model" if doc["perplexity"] is None else "perplexity/scored"] += 1
 
-    def dropped(self, reason: str, doc: Document) -> None:
+    def dropped(self, stage: str, reason: str, doc: Document) -> None:
         self.read(doc)
-        stage = "dedup" if reason == "too_short" else "quality" if reason.startswith("quality_") else "lid"
         self.counts[f"{stage}/dropped/{reason}"] += 1
 
     def bad(self, record: BadRecord) -> None:
         self.counts[f"read/bad/{record.kind}"] += 1
 
 
-def segment_counters(kept: Sequence[Document], dropped: Sequence[Tuple[str, Document]], bad: Sequence[BadRecord]) -> Dict[str, int]:
-    """One segment's counters from its kept and dropped documents and bad records."""
+def segment_counters(
+    kept: Sequence[Document], dropped: Sequence[Tuple[str, Document]], bad: Sequence[BadRecord], stages: Mapping[str, str]
+) -> Dict[str, int]:
+    """One segment's counters from its kept and dropped documents (``stages`` names the stage
+    of each drop reason) and bad records."""
     counts = SegmentCounts()
     for doc in kept:
         counts.kept(doc)
     for reason, doc in dropped:
-        counts.dropped(reason, doc)
+        counts.dropped(stages[reason], reason, doc)
     for record in bad:
         counts.bad(record)
     return dict(counts.counts)
+
+
+def file_counters(summary: Dict) -> Dict[str, int]:
+    """The counters of one written file (its summary: path, language, bucket, documents, characters)."""
+    key = f"{summary['language']}/{summary['bucket']}"
+    return {f"output/documents/{key}": summary["documents"], f"output/characters/{key}": summary["characters"], "output/files": 1}
 
 
 def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
@@ -61,10 +69,7 @@ def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
     for counters in per_segment:
         totals.update(counters)
     for summary in files:
-        language, bucket = summary["language"], summary["bucket"]
-        totals[f"output/documents/{language}/{bucket}"] += summary["documents"]
-        totals[f"output/characters/{language}/{bucket}"] += summary["characters"]
-        totals["output/files"] += 1
+        totals.update(file_counters(summary))
     counters = dict(sorted(totals.items()))
 
     def with_prefix(prefix: str) -> Dict[str, int]:
@@ -79,7 +84,7 @@ def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
         "documents_read": counters.get("read/documents", 0),
         "bad_records": with_prefix("read/bad/"),
         "lines_removed_by_dedup": counters.get("dedup/lines_removed", 0),
-        "dropped": {**with_prefix("dedup/dropped/"), **with_prefix("quality/dropped/"), **with_prefix("lid/dropped/")},
+        "dropped": {name.split("/dropped/", 1)[1]: value for name, value in counters.items() if "/dropped/" in name},
         "identified_languages": with_prefix("lid/language/"),
         "output": output,
         "counters": counters,

@@ -3,19 +3,19 @@
 CCNet (``cc_net/dedup.py``) normalizes every line, hashes it with the first 8 bytes of SHA-1,
 removes every copy of a line whose hash occurs in two or more documents, and keeps the first
 copy of a line that repeats only inside one document. Here that runs in three steps that never
-need all hashes in one place (the pipeline shuffles by hash bucket between steps 1 and 2):
+need all hashes in one place (the pipeline shuffles by hash partition between steps 1 and 2):
 
 1. ``segment_line_hashes``: per input segment, arrays of (hash, position), which the pipeline
-   commits per segment (as CCNet writes a hash file per shard) and splits by hash bucket
-   (``split_by_bucket``);
-2. ``find_removed_lines``: per hash bucket, which positions hold a duplicated line;
+   commits per segment (as CCNet writes a hash file per shard) and splits by hash partition
+   (``split_by_partition``);
+2. ``find_removed_lines``: per hash partition, which positions hold a duplicated line;
 3. ``remove_lines``: per document, drop those lines.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,14 +35,14 @@ DEDUP_MODES = ("ccnet", "strict", "keep-first")
 @dataclass(frozen=True)
 class DedupConfig:
     mode: str = "ccnet"  # one of DEDUP_MODES
-    hash_buckets: int = 16  # shuffle partitions of the hash space; each holds 1/N of all hashes
+    hash_partitions: int = 16  # shuffle partitions of the hash space; each holds 1/N of all hashes
     min_len: int = 300  # documents shorter than this (characters, after dedup) are dropped
 
     def __post_init__(self):
         if self.mode not in DEDUP_MODES:
             raise ValueError(f"dedup mode must be one of {DEDUP_MODES}, got {self.mode!r}")
-        if not 1 <= self.hash_buckets <= 65536:
-            raise ValueError(f"hash_buckets must be in 1..65536, got {self.hash_buckets}")
+        if not 1 <= self.hash_partitions <= 65536:
+            raise ValueError(f"hash_partitions must be in 1..65536, got {self.hash_partitions}")
         if self.min_len < 0:
             raise ValueError(f"min_len must be >= 0, got {self.min_len}")
 
@@ -79,21 +79,21 @@ def segment_line_hashes(
     return np.concatenate(hash_chunks), np.concatenate(position_chunks)
 
 
-def split_by_bucket(hashes: np.ndarray, positions: np.ndarray, buckets: int) -> List[Tuple[np.ndarray, np.ndarray]]:
-    """For each bucket b, the (hashes, positions) whose ``hash % buckets == b``."""
-    bucket_of = hashes % np.uint64(buckets)
-    order = np.argsort(bucket_of, kind="stable")
-    bounds = np.searchsorted(bucket_of[order], np.arange(buckets + 1, dtype=np.uint64))
+def split_by_partition(hashes: np.ndarray, positions: np.ndarray, partitions: int) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """For each partition p, the (hashes, positions) whose ``hash % partitions == p``."""
+    partition_of = hashes % np.uint64(partitions)
+    order = np.argsort(partition_of, kind="stable")
+    bounds = np.searchsorted(partition_of[order], np.arange(partitions + 1, dtype=np.uint64))
     return [
-        (hashes[order[bounds[b] : bounds[b + 1]]], positions[order[bounds[b] : bounds[b + 1]]])
-        for b in range(buckets)
+        (hashes[order[bounds[p] : bounds[p + 1]]], positions[order[bounds[p] : bounds[p + 1]]])
+        for p in range(partitions)
     ]
 
 
 def find_removed_lines(
     parts: Iterable[Tuple[int, np.ndarray, np.ndarray]], mode: str
 ) -> Dict[int, np.ndarray]:
-    """Given every (segment index, hashes, positions) of one hash bucket, the sorted positions
+    """Given every (segment index, hashes, positions) of one hash partition, the sorted positions
     to remove, per segment index.
 
     "ccnet" and "strict" remove every occurrence of a hash found in two or more documents and,
@@ -147,3 +147,36 @@ def remove_lines(doc: Document, removed: frozenset) -> Document:
     content = "\n".join(line for _, line in kept)
     line_ids = [doc["line_ids"][i] for i, _ in kept]
     return {**doc, "raw_content": content, "length": len(content), "nlines": len(kept), "line_ids": line_ids}
+
+
+class DuplicateLineRemoval:
+    """Stage: one document's lines that the shuffle found duplicated, removed. Made per
+    document by pass 2 of the pipeline, which knows each record's removed lines."""
+
+    name = "dedup"
+    reasons: Tuple[str, ...] = ()
+
+    def __init__(self, removed: frozenset):
+        self.removed = removed
+
+    def setup(self) -> None:
+        pass
+
+    def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
+        return remove_lines(doc, self.removed), None
+
+
+class MinLength:
+    """Stage: CCNet's minimum length, in characters after dedup (counted under "dedup")."""
+
+    name = "dedup"
+    reasons = ("too_short",)
+
+    def __init__(self, min_len: int):
+        self.min_len = min_len
+
+    def setup(self) -> None:
+        pass
+
+    def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
+        return doc, "too_short" if doc["length"] < self.min_len else None

@@ -17,10 +17,13 @@ import csv
 import io
 import math
 import os
+import tempfile
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from filters.document import Document
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
+from toolkit import storage
 
 BUCKETS = ("head", "middle", "tail")
 NO_BUCKET = "all"  # documents without a model or without cutoffs for their language
@@ -29,14 +32,17 @@ PERPLEXITY_MODES = ("ccnet", "lines")
 
 
 def model_paths(lm_dir: str, language: str) -> Tuple[str, str]:
-    return os.path.join(lm_dir, f"{language}.sp.model"), os.path.join(lm_dir, f"{language}.arpa.bin")
+    return storage.join(lm_dir, f"{language}.sp.model"), storage.join(lm_dir, f"{language}.arpa.bin")
 
 
 def available_languages(lm_dir: str) -> Tuple[str, ...]:
-    """Languages with both a SentencePiece and a KenLM file in ``lm_dir``."""
-    if not os.path.isdir(lm_dir):
+    """Languages with both a SentencePiece and a KenLM file in ``lm_dir`` (local or remote)."""
+    if storage.is_remote(lm_dir):
+        names = [path.rsplit("/", 1)[-1] for path in storage.match(storage.join(lm_dir, "*"))]
+    elif os.path.isdir(lm_dir):
+        names = os.listdir(lm_dir)
+    else:
         raise FileNotFoundError(f"language model folder not found: {lm_dir}")
-    names = os.listdir(lm_dir)
     languages = sorted(n[: -len(".sp.model")] for n in names if n.endswith(".sp.model"))
     return tuple(lang for lang in languages if f"{lang}.arpa.bin" in names)
 
@@ -108,6 +114,40 @@ class LanguageModels:
         return model.perplexity(text, self.mode)
 
 
+class PerplexityScorer:
+    """Stage: ``perplexity`` set under the document's language model (null without one). Models
+    on a Beam file system are fetched language by language, on first use, to the worker."""
+
+    name = "perplexity"
+    reasons: Tuple[str, ...] = ()
+
+    def __init__(self, lm_dir: str, mode: str = "ccnet"):
+        check_perplexity_mode(mode)
+        self.lm_dir = lm_dir
+        self.mode = mode
+        self.models: Optional[LanguageModels] = None
+
+    def setup(self) -> None:
+        if self.models is not None:
+            return
+        if storage.is_remote(self.lm_dir):
+            self.models = LanguageModels(tempfile.mkdtemp(prefix="lm-"), available_languages(self.lm_dir), self.mode)
+            self.fetched: set = set()
+        else:
+            self.models = LanguageModels(self.lm_dir, mode=self.mode)  # each language's pair loads on first use
+
+    def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
+        language = doc["language"]
+        if storage.is_remote(self.lm_dir) and language in self.models.languages and language not in self.fetched:
+            for local in model_paths(self.models.lm_dir, language):
+                storage.fetch(storage.join(self.lm_dir, os.path.basename(local)), local)
+            self.fetched.add(language)
+        return {**doc, "perplexity": self.models.perplexity(doc["raw_content"], language)}, None
+
+    def __getstate__(self):  # loaded models do not pickle: workers load their own
+        return {**self.__dict__, "models": None}
+
+
 def check_perplexity_mode(mode: str) -> None:
     if mode not in PERPLEXITY_MODES:
         raise ValueError(f"perplexity mode must be one of {PERPLEXITY_MODES}, got {mode!r}")
@@ -143,14 +183,13 @@ def bucket(perplexity: Optional[float], language: Optional[str], cutoffs: Mappin
 
 
 def read_cutoffs(path: str) -> Cutoffs:
-    """A CCNet cutoff.csv: a header ``,lang1,lang2,...`` then rows ``percentile,pp1,pp2,...``
-    for percentiles 0..99 (a row 100, which files of earlier versions of this project have,
+    """A CCNet cutoff.csv (local or remote): a header ``,lang1,lang2,...`` then rows
+    ``percentile,pp1,pp2,...`` for percentiles 0..99 (a row 100, which files of earlier versions of this project have,
     is ignored)."""
     try:
-        with open(path, newline="") as handle:
-            rows = list(csv.reader(handle))
+        rows = list(csv.reader(io.StringIO(storage.read_text(path), newline="")))
     except OSError as error:
-        raise FileNotFoundError(f"cannot read cutoffs file {path}: {error.strerror}") from None
+        raise FileNotFoundError(f"cannot read cutoffs file {path}: {error.strerror or error}") from None
     if not rows or len(rows[0]) < 2:
         raise ValueError(f"{path}: not a CCNet cutoff CSV (expected a header ',lang1,lang2,...')")
     languages = rows[0][1:]

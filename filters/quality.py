@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -95,14 +95,35 @@ class QualityConfig:
 
 def quality_drop_reason(signals: Dict[str, float], config: QualityConfig) -> Optional[str]:
     """The first filter the signals fail, as a drop reason, or None to keep the document."""
-    checks = (
+    for signal, threshold, fails in _checks(config):
+        if threshold is not None and fails(signals[signal], threshold):
+            return f"quality_{signal}"
+    return None
+
+
+def _checks(config: QualityConfig):
+    return (
         ("duplicate_line_frac", config.max_duplicate_line_frac, lambda v, t: v > t),
         ("mean_line_length", config.min_mean_line_length, lambda v, t: v < t),
         ("terminal_punct_frac", config.min_terminal_punct_frac, lambda v, t: v < t),
         ("non_alpha_frac", config.max_non_alpha_frac, lambda v, t: v > t),
         ("short_line_frac", config.max_short_line_frac, lambda v, t: v > t),
     )
-    for signal, threshold, fails in checks:
-        if threshold is not None and fails(signals[signal], threshold):
-            return f"quality_{signal}"
-    return None
+
+
+class QualityFilter:
+    """Stage: the five signal columns set on every document; with thresholds in ``config``,
+    the first signal a document fails drops it as ``quality_<signal>``."""
+
+    name = "quality"
+
+    def __init__(self, config: QualityConfig):
+        self.config = config
+        self.reasons = tuple(f"quality_{signal}" for signal, _, _ in _checks(config))
+
+    def setup(self) -> None:
+        pass
+
+    def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
+        signals = quality_signals(doc)
+        return {**doc, **signals}, quality_drop_reason(signals, self.config)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths
+from toolkit import storage
 
 PROJECT_KENLM_BIN = Path(__file__).resolve().parents[1] / ".kenlm" / "bin"
 
@@ -112,13 +112,10 @@ def train_language_model(config: TrainLmConfig) -> dict:
             _run([lmplz, "-o", str(config.order), "-S", config.memory, "-T", work, "--discount_fallback"], stdin, stdout)
         binary = os.path.join(work, "lm.arpa.bin")
         _run([build_binary, arpa, binary], stdout=subprocess.DEVNULL)
-        os.replace(prefix + ".model", sp_final)
-        os.replace(binary, lm_final)
+        storage.publish(prefix + ".model", sp_final)
+        storage.publish(binary, lm_final)
     summary = {"config": dataclasses.asdict(config), "lines": lines, "pieces": sp.get_piece_size()}
-    info = os.path.join(config.output, f"{config.language}.train.json")
-    with open(info + ".tmp", "w") as handle:
-        json.dump(summary, handle, indent=2)
-    os.replace(info + ".tmp", info)
+    storage.write_json(os.path.join(config.output, f"{config.language}.train.json"), summary)
     return summary
 
 

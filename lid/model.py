@@ -13,6 +13,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from filters.document import Document
 from lid.languages import XLMR_CODES, map_label
 
 LID_MODES = ("ccnet", "spaced")
@@ -86,3 +87,35 @@ class LanguageIdentifier:
                     probability = float(np.round(probability, 2))
                 results[i] = (map_label(label[0]), min(probability, 1.0))
         return results
+
+
+class LanguageFilter:
+    """Stage: ``language`` and ``language_score`` set; a document whose score is below the
+    threshold, or whose language is not selected, is dropped."""
+
+    name = "lid"
+    reasons = ("below_threshold", "not_selected")
+
+    def __init__(self, config: LidConfig):
+        self.config = config
+        self.selected = frozenset(config.languages)
+        self.identifier: Optional[LanguageIdentifier] = None
+
+    def setup(self) -> None:
+        if self.identifier is None:
+            from toolkit.storage import localize
+
+            self.identifier = LanguageIdentifier(localize(self.config.model_path), self.config.mode)
+            self.identifier.model  # loaded now rather than on the first document
+
+    def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
+        ((language, score),) = self.identifier.predict([doc["raw_content"]])
+        doc = {**doc, "language": language, "language_score": score}
+        if score < self.config.threshold:
+            return doc, "below_threshold"
+        if language not in self.selected:
+            return doc, "not_selected"
+        return doc, None
+
+    def __getstate__(self):  # a loaded fastText model does not pickle: workers load their own
+        return {**self.__dict__, "identifier": None}

@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from pretrain.dist import Dist
+from toolkit import storage
 
 MODEL_FILE, OPTIMIZER_FILE, STATE_FILE = "model.safetensors", "optimizer.pt", "state.json"
 _NAME = re.compile(r"^step_(\d{8})$")
@@ -56,17 +57,15 @@ def save(
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
     dist.barrier()
-    write_json(os.path.join(tmp, f"rank{dist.rank}.json"), data_state)
+    storage.write_json(os.path.join(tmp, f"rank{dist.rank}.json"), data_state)
     torch.save(rng_state(dist.device), os.path.join(tmp, f"rank{dist.rank}.rng.pt"))
     dist.barrier()
     if dist.is_main:
         weights = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
         save_file(weights, os.path.join(tmp, MODEL_FILE), metadata={"step": str(step)})
         torch.save(optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
-        write_json(os.path.join(tmp, STATE_FILE), {**state, "step": step, "world_size": dist.world_size})
-        if os.path.exists(final):  # the same step saved again (a rerun): replace it
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        storage.write_json(os.path.join(tmp, STATE_FILE), {**state, "step": step, "world_size": dist.world_size})
+        storage.publish(tmp, final)  # the same step saved again (a rerun) is replaced
         _prune(run_dir, keep)
     dist.barrier()
     return final
@@ -77,13 +76,6 @@ def _prune(run_dir: str, keep: int) -> None:
     names = sorted(name for name in os.listdir(root) if _NAME.match(name))
     for name in names[:-keep] if keep > 0 else []:
         shutil.rmtree(os.path.join(root, name))
-
-
-def write_json(path: str, content: Dict) -> None:
-    """``content`` as JSON, written beside and renamed into place."""
-    with open(path + ".tmp", "w") as handle:
-        json.dump(content, handle, indent=2, sort_keys=True)
-    os.replace(path + ".tmp", path)
 
 
 def read_state(path: str) -> Dict:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from typing import Dict, Tuple
 
 import torch
@@ -17,6 +16,7 @@ from safetensors.torch import load_file, save_file
 
 from pretrain.model import PAD, ModelConfig
 from tokenizer.hf import write_hf_tokenizer
+from toolkit import storage
 
 HF_WEIGHTS = "model.safetensors"
 HF_TORCH_WEIGHTS = "pytorch_model.bin"
@@ -143,13 +143,8 @@ def load_hf(hf_dir: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor]]:
 def export_hf(state: Dict[str, torch.Tensor], config: ModelConfig, sentencepiece_model: str, out_dir: str) -> None:
     """Write an ``XLMRobertaForMaskedLM`` folder: config.json, model.safetensors, tokenizer files.
     Written beside, then renamed into place."""
-    tmp = out_dir.rstrip("/") + ".tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    with open(os.path.join(tmp, "config.json"), "w") as handle:
-        json.dump(hf_config(config), handle, indent=2)
-    save_file(to_hf(state, config), os.path.join(tmp, HF_WEIGHTS), metadata={"format": "pt"})
-    write_hf_tokenizer(sentencepiece_model, tmp, model_max_length=config.max_tokens)
-    if os.path.exists(out_dir):
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
+    with storage.atomic_path(out_dir.rstrip("/")) as tmp:
+        os.makedirs(tmp)
+        storage.write_json(os.path.join(tmp, "config.json"), hf_config(config))
+        save_file(to_hf(state, config), os.path.join(tmp, HF_WEIGHTS), metadata={"format": "pt"})
+        write_hf_tokenizer(sentencepiece_model, tmp, model_max_length=config.max_tokens)

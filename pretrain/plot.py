@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Dict, List, Tuple
 
 from pretrain.train import METRICS_FILE
+from toolkit import storage
 
 
 def read_curves(run_dir: str) -> Dict[str, List[Tuple[int, float]]]:
@@ -44,8 +45,7 @@ def plot_run(run_dir: str, out: str) -> Dict[str, List[Tuple[int, float]]]:
     if any(name.startswith("eval/") for name in curves):
         eval_axes.legend(fontsize=7, ncol=2)
     figure.tight_layout()
-    temporary = out + ".tmp.png"
-    figure.savefig(temporary, dpi=110)
+    with storage.atomic_path(out) as temporary:
+        figure.savefig(temporary, dpi=110, format="png")
     plt.close(figure)
-    os.replace(temporary, out)
     return curves

@@ -26,6 +26,7 @@ from pretrain.dist import Dist, setup, teardown
 from pretrain.export import load_hf
 from pretrain.model import MODEL_PRESETS, PAD, ModelConfig, XLMRModel, model_config
 from tokenizer.pack import sentencepiece_file
+from toolkit import storage
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 EVAL_KEY = 2**31 - 1  # masking-generator key of evaluation batches, apart from any step number
@@ -192,11 +193,10 @@ class MetricsLog:
         if start_step and os.path.exists(self.path):
             with open(self.path, newline="") as handle:
                 rows = [row for row in csv.DictReader(handle) if int(row["step"]) <= start_step]
-        with open(self.path + ".tmp", "w", newline="") as handle:
+        with storage.atomic_write(self.path, "w") as handle:
             writer = csv.DictWriter(handle, METRIC_FIELDS)
             writer.writeheader()
             writer.writerows(rows)
-        os.replace(self.path + ".tmp", self.path)
         from torch.utils.tensorboard import SummaryWriter  # only the main process needs TensorBoard
 
         self.tensorboard = SummaryWriter(os.path.join(run_dir, "tensorboard"), purge_step=start_step + 1 if start_step else None)
@@ -219,7 +219,7 @@ def prepare_run_dir(run_dir: str, config: TrainConfig, model_cfg: ModelConfig, d
     """The run's config.json and a copy of the tokenizer, so the run folder stands alone."""
     os.makedirs(run_dir, exist_ok=True)
     content = {"train": asdict(config), "model": model_cfg.to_dict(), "data": os.path.abspath(data_dir), "init_from_hf": init_from_hf}
-    checkpoint.write_json(os.path.join(run_dir, CONFIG_FILE), content)
+    storage.write_json(os.path.join(run_dir, CONFIG_FILE), content)
     source = manifest.get("tokenizer")
     if source and os.path.isdir(source):
         os.makedirs(os.path.join(run_dir, "tokenizer"), exist_ok=True)

@@ -2,6 +2,6 @@
 pooled small languages and UniMax (``sampling.probs``), ``MultilingualSampler`` over a corpus
 folder, and a plot command. No Beam, no torch."""
 from sampling.probs import grouped_probs, language_probs, unimax_probs
-from sampling.sampler import MultilingualSampler, corpus_shards
+from sampling.sampler import MultilingualSampler
 
-__all__ = ["MultilingualSampler", "corpus_shards", "grouped_probs", "language_probs", "unimax_probs"]
+__all__ = ["MultilingualSampler", "grouped_probs", "language_probs", "unimax_probs"]

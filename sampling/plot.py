@@ -1,15 +1,15 @@
 """A PNG of each language's raw share of the data against its sampling probability."""
 from __future__ import annotations
 
-import json
-import os
 from typing import Dict, Mapping
+
+from toolkit.corpus import CorpusManifest
+from toolkit import storage
 
 
 def corpus_sizes(corpus_dir: str, unit: str = "characters") -> Dict[str, int]:
     """Per-language size of a corpus folder (its manifest.json), summed over buckets."""
-    with open(os.path.join(corpus_dir, "manifest.json")) as handle:
-        languages = json.load(handle)["languages"]
+    languages = CorpusManifest.read(corpus_dir).languages
     return {lang: sum(b[unit] for b in buckets.values()) for lang, buckets in languages.items()}
 
 
@@ -32,7 +32,6 @@ def plot_shares(sizes: Mapping[str, float], probs: Mapping[str, float], path: st
     axes.set_title(title)
     axes.legend()
     figure.tight_layout()
-    temporary = path + ".tmp.png"
-    figure.savefig(temporary, dpi=120)
+    with storage.atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=120, format="png")
     plt.close(figure)
-    os.replace(temporary, path)

@@ -8,9 +8,9 @@ import random
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from sampling.probs import language_probs
+from toolkit.corpus import CorpusManifest, open_parquet
 
 COLUMNS = ("url", "language", "bucket", "raw_content", "length")
 
@@ -27,7 +27,7 @@ class _LanguageStream:
     def __init__(self, files: Sequence[str], language: str, seed: int, rank: int, world_size: int):
         self.language, self.seed, self.rank, self.world_size = language, seed, rank, world_size
         self.units: List[Tuple[str, int]] = [
-            (path, group) for path in files for group in range(pq.ParquetFile(path).num_row_groups)
+            (path, group) for path in files for group in range(open_parquet(path).num_row_groups)
         ]
         if not self.units:
             raise ValueError(f"no documents for language {language}")
@@ -41,7 +41,7 @@ class _LanguageStream:
 
     def _load(self) -> List[Dict]:
         path, group = self.units[self._order()[self.unit]]
-        rows = pq.ParquetFile(path).read_row_group(group, columns=list(COLUMNS)).to_pylist()[self.rank :: self.world_size]
+        rows = open_parquet(path).read_row_group(group, columns=list(COLUMNS)).to_pylist()[self.rank :: self.world_size]
         random.Random(f"{self.seed}:{self.language}:{self.epoch}:{self.unit}").shuffle(rows)
         return rows
 
@@ -68,25 +68,6 @@ class _LanguageStream:
         self._rows = None
 
 
-def corpus_shards(corpus_dir: str, buckets: Optional[Sequence[str]] = None) -> List[Dict]:
-    """The Parquet shards a corpus folder's manifest.json lists (path, language, bucket,
-    documents, characters), only those of ``buckets`` when given. A corpus written in CCNet's
-    JSON layout (``mine --output-format ccnet``) is refused: import it first."""
-    with open(os.path.join(corpus_dir, "manifest.json")) as handle:
-        manifest = json.load(handle)
-    if manifest.get("format", "parquet") != "parquet":
-        raise ValueError(
-            f"{corpus_dir} holds a corpus in {manifest['format']} format; "
-            "convert it with python -m ccnet_pipeline import-ccnet"
-        )
-    shards = []
-    for entry in manifest["files"]:
-        language, bucket, _ = entry["path"].split("/")  # <language>/<bucket>/part-XXXXX.parquet
-        if not buckets or bucket in buckets:
-            shards.append({**entry, "language": language, "bucket": bucket})
-    return shards
-
-
 class MultilingualSampler:
     """Iterate documents (dicts with ``url``, ``language``, ``bucket``, ``raw_content``,
     ``length``) drawn language by language with p ∝ q^alpha, q being each language's share of
@@ -108,14 +89,12 @@ class MultilingualSampler:
     ):
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
+        manifest = CorpusManifest.read(corpus_dir, require_format="parquet")
         sizes: Dict[str, int] = {}
-        files: Dict[str, List[str]] = {}
-        self.documents = 0  # in the selected shards
-        for entry in corpus_shards(corpus_dir, buckets):
-            language = entry["language"]
-            sizes[language] = sizes.get(language, 0) + entry[unit]
-            self.documents += entry["documents"]
-            files.setdefault(language, []).append(os.path.join(corpus_dir, entry["path"]))
+        for entry in manifest.shards(buckets):
+            sizes[entry.language] = sizes.get(entry.language, 0) + getattr(entry, unit)
+        self.documents = sum(entry.documents for entry in manifest.shards(buckets))  # in the selected shards
+        files = manifest.shard_paths(corpus_dir, buckets)
         if not sizes:
             raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(buckets or [])}")
         self.probs = language_probs(sizes, alpha)

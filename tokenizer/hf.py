@@ -17,6 +17,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_
 from tokenizers.models import Unigram
 
 from tokenizer.xlmr import SP_EOS, SPECIALS
+from toolkit import storage
 
 # Fields of sentencepiece_model.proto that are read here.
 _MODEL_NORMALIZER_SPEC = 3
@@ -96,12 +97,12 @@ def hf_tokenizer(model_path: str) -> Tokenizer:
 def write_hf_tokenizer(model_path: str, out_dir: str, model_max_length: int = 512) -> None:
     """``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json`` and the
     SentencePiece model under XLM-R's file name, into ``out_dir``."""
-    os.makedirs(out_dir, exist_ok=True)
-    hf_tokenizer(model_path).save(os.path.join(out_dir, "tokenizer.json"))
-    shutil.copyfile(model_path, os.path.join(out_dir, "sentencepiece.bpe.model"))
+    with storage.atomic_path(os.path.join(out_dir, "tokenizer.json")) as path:
+        hf_tokenizer(model_path).save(path)
+    with storage.atomic_path(os.path.join(out_dir, "sentencepiece.bpe.model")) as path:
+        shutil.copyfile(model_path, path)
     specials = {"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
                 "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}
     config = {"tokenizer_class": "XLMRobertaTokenizer", "model_max_length": model_max_length, **specials}
     for name, content in (("tokenizer_config.json", config), ("special_tokens_map.json", specials)):
-        with open(os.path.join(out_dir, name), "w") as handle:
-            json.dump(content, handle, indent=2)
+        storage.write_json(os.path.join(out_dir, name), content)

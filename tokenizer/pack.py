@@ -9,15 +9,15 @@ ids of all its blocks back to back and ``DATA/<lang>.idx.npy`` each block's (off
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from sampling.sampler import corpus_shards
 from tokenizer.xlmr import BOS, XLMRTokenizer
+from toolkit import storage
+from toolkit.corpus import CorpusManifest, open_parquet
 
 INDEX_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i4")])
 
@@ -60,9 +60,7 @@ def pack_corpus(
 ) -> Dict:
     """Pack every language of a corpus folder; returns (and writes) the manifest."""
     tokenizer = XLMRTokenizer(sentencepiece_file(tokenizer_dir))
-    files: Dict[str, List[str]] = {}
-    for entry in corpus_shards(corpus_dir, buckets):
-        files.setdefault(entry["language"], []).append(os.path.join(corpus_dir, entry["path"]))
+    files = CorpusManifest.read(corpus_dir, require_format="parquet").shard_paths(corpus_dir, buckets)
     os.makedirs(out_dir, exist_ok=True)
     languages = {}
     for language in sorted(files):
@@ -73,32 +71,29 @@ def pack_corpus(
         "vocab_size": tokenizer.vocab_size,
         "tokens_per_sample": tokens_per_sample,
         "tokenizer": os.path.abspath(tokenizer_dir),
-        "corpus": os.path.abspath(corpus_dir),
+        "corpus": corpus_dir if storage.is_remote(corpus_dir) else os.path.abspath(corpus_dir),
         "buckets": list(buckets) if buckets else None,
         "languages": languages,
     }
-    with open(os.path.join(out_dir, "manifest.json.tmp"), "w") as handle:
-        json.dump(manifest, handle, indent=2, sort_keys=True)
-    os.replace(os.path.join(out_dir, "manifest.json.tmp"), os.path.join(out_dir, "manifest.json"))
+    storage.write_json(os.path.join(out_dir, "manifest.json"), manifest)
     return manifest
 
 
 def _texts(paths: Sequence[str]) -> Iterator[str]:
     for path in paths:
-        yield from pq.read_table(path, columns=["raw_content"]).column("raw_content").to_pylist()
+        yield from open_parquet(path).read(columns=["raw_content"]).column("raw_content").to_pylist()
 
 
 def _write_language(out_dir: str, language: str, blocks: Iterable[np.ndarray]) -> Dict[str, int]:
     tokens_path, index_path = os.path.join(out_dir, f"{language}.bin"), os.path.join(out_dir, f"{language}.idx.npy")
     index, offset = [], 0
-    with open(tokens_path + ".tmp", "wb") as out:
+    with storage.atomic_write(tokens_path) as out:
         for block in blocks:
             out.write(block.astype("<u4").tobytes())
             index.append((offset, len(block)))
             offset += len(block)
-    np.save(index_path + ".tmp.npy", np.array(index, dtype=INDEX_DTYPE))
-    os.replace(tokens_path + ".tmp", tokens_path)
-    os.replace(index_path + ".tmp.npy", index_path)
+    with storage.atomic_write(index_path) as out:
+        np.save(out, np.array(index, dtype=INDEX_DTYPE))
     return {"blocks": len(index), "tokens": offset}
 
 

@@ -3,7 +3,6 @@ low-resource languages get their share of the pieces (XLM-R: one 250k unigram vo
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ import sentencepiece
 
 from sampling import MultilingualSampler
 from tokenizer.xlmr import SP_BOS, SP_EOS, SP_UNK, piece_counts, write_fairseq_dict
+from toolkit import storage
 
 MODEL_FILE, DICT_FILE, CONFIG_FILE = "sentencepiece.model", "dict.txt", "tokenizer.json"
 
@@ -64,7 +64,7 @@ def train_tokenizer(corpus_dir: str, out_dir: str, config: TokenizerConfig = Tok
             minloglevel=2,
         )
         model = os.path.join(out_dir, MODEL_FILE)
-        os.replace(os.path.join(work, "sp.model"), model)
+        storage.publish(os.path.join(work, "sp.model"), model)
         with open(text, encoding="utf-8") as handle:
             counts = piece_counts(model, (line.rstrip("\n") for line in handle))
     write_fairseq_dict(model, os.path.join(out_dir, DICT_FILE), counts)
@@ -74,6 +74,5 @@ def train_tokenizer(corpus_dir: str, out_dir: str, config: TokenizerConfig = Tok
         "pieces": sentencepiece.SentencePieceProcessor(model_file=model).get_piece_size(),
         "documents_per_language": dict(sorted(languages.items())),
     }
-    with open(os.path.join(out_dir, CONFIG_FILE), "w") as handle:
-        json.dump(summary, handle, indent=2)
+    storage.write_json(os.path.join(out_dir, CONFIG_FILE), summary)
     return summary

@@ -7,10 +7,11 @@ XLM-R's released ``sentencepiece.bpe.model`` and a model trained here.
 """
 from __future__ import annotations
 
-import os
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import sentencepiece
+
+from toolkit import storage
 
 BOS, PAD, EOS, UNK = 0, 1, 2, 3
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
@@ -68,9 +69,8 @@ def write_fairseq_dict(model_path: str, path: str, counts: Optional[Dict[int, in
         for i in range(sp.get_piece_size())
         if i not in (SP_UNK, SP_BOS, SP_EOS)
     )
-    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+    with storage.atomic_write(path, "w") as handle:
         handle.writelines(lines)
-    os.replace(path + ".tmp", path)
 
 
 def piece_counts(model_path: str, texts: Iterable[str]) -> Dict[int, int]:

@@ -1,41 +1,11 @@
 """Models on shared storage: a Beam filesystem of the test's own (scheme ``sharedtest://``) that
 maps to a local folder, standing in for gs:// or s3://."""
 import json
-
-from apache_beam.io.filesystem import FileMetadata, MatchResult
-from apache_beam.io.localfilesystem import LocalFileSystem
+import os
 
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.transforms import localize
-from tests.conftest import page, paragraphs, write_wet_file
-
-PREFIX = "sharedtest://"
-
-
-def local(path: str) -> str:
-    return path[len(PREFIX):] if path.startswith(PREFIX) else path
-
-
-class SharedTestFileSystem(LocalFileSystem):
-    """Beam finds FileSystem subclasses by their scheme; this one serves local files."""
-
-    @classmethod
-    def scheme(cls):
-        return "sharedtest"
-
-    def match(self, patterns, limits=None):
-        results = super().match([local(p) for p in patterns], limits)
-        return [
-            MatchResult(PREFIX + r.pattern, [FileMetadata(PREFIX + m.path, m.size_in_bytes) for m in r.metadata_list])
-            for r in results
-        ]
-
-    def open(self, path, *args, **kwargs):
-        return super().open(local(path), *args, **kwargs)
-
-    def exists(self, path):
-        return super().exists(local(path))
-
+from toolkit.storage import localize
+from tests.helpers import SHARED_PREFIX as PREFIX, page, paragraphs, write_wet_file
 
 def test_localize_copies_once(tmp_path):
     source = tmp_path / "model.bin"
@@ -56,3 +26,25 @@ def test_mine_with_models_on_shared_storage(lid_model, lm_dir, tmp_path):
     assert stats["counters"]["perplexity/scored"] == 3
     manifest = json.loads((out / "manifest.json").read_text())
     assert set(manifest["cutoffs"]) == {"en"}
+
+
+def test_a_corpus_on_shared_storage_is_written_and_read_back(lid_model, tmp_path):
+    """mine writes its output to a Beam file system; the sampler and the packer read it there."""
+    from sampling import MultilingualSampler
+    from tests.tokenizer.conftest import train_sentencepiece
+    from tokenizer.pack import pack_corpus
+
+    write_wet_file(tmp_path / "wet" / "a.warc.wet.gz", [page(i, paragraphs(lang, 4, f"doc{'x' * i}")) for i, lang in
+                                                       enumerate(["en", "fr", "de", "en", "fr", "de"])])
+    remote = PREFIX + str(tmp_path / "corpus")
+    assert main(["mine", "--input", str(tmp_path / "wet" / "*.gz"), "--output", remote, "--langs", "en,fr,de", "--min-len", "50"]) == 0
+    assert (tmp_path / "corpus" / "_work" / "complete").exists()
+    assert sorted(p.relative_to(tmp_path / "corpus").as_posix() for p in (tmp_path / "corpus").glob("*/*/*.parquet")) == [
+        "de/all/part-00000.parquet", "en/all/part-00000.parquet", "fr/all/part-00000.parquet"]
+    sampler = MultilingualSampler(remote, seed=1)
+    assert sampler.documents == 6 and {next(sampler)["language"] for _ in range(60)} == {"en", "fr", "de"}
+    tokenizer = tmp_path / "tok"
+    tokenizer.mkdir()
+    os.rename(train_sentencepiece(tokenizer), tokenizer / "sentencepiece.model")
+    manifest = pack_corpus(remote, str(tokenizer), str(tmp_path / "data"), tokens_per_sample=32)
+    assert set(manifest["languages"]) == {"en", "fr", "de"} and manifest["corpus"] == remote

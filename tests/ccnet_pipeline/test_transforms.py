@@ -24,16 +24,17 @@ from ccnet_pipeline.transforms import (
     Perplexity,
     QualitySignals,
     WriteShards,
-    segment_docs_path,
-    write_parquet,
 )
+from ccnet_pipeline.shards import write_parquet
 from ccnet_pipeline.wet import BadRecord, ReadConfig, raw_record
 from filters.dedup import DedupConfig
 from filters.document import ARROW_SCHEMA, make_document
 from filters.perplexity import PERCENTILES, BucketConfig
 from filters.quality import QualityConfig
 from lid.model import LidConfig
-from tests.conftest import TEXT, page, write_wet_file
+from tests.helpers import TEXT, page, write_wet_file
+from toolkit import storage
+from toolkit.corpus import Layout
 
 
 def pipeline():
@@ -60,12 +61,12 @@ def segments(tmp_path):
 def dedup(p, segments, config, work, to_mine=None):
     every = p | "Every" >> beam.Create(segments)
     mine = p | "ToMine" >> beam.Create(segments if to_mine is None else to_mine)
-    return (every, mine) | Deduplicate(config, ReadConfig(), str(work))
+    return (every, mine) | Deduplicate(config, ReadConfig(), Layout(str(work)))
 
 
 def test_deduplicate(segments, tmp_path):
     with pipeline() as p:
-        out = dedup(p, segments, DedupConfig(mode="ccnet", hash_buckets=3, min_len=10), tmp_path)
+        out = dedup(p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path)
         assert_that(
             out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
             # a line repeated inside one page keeps its first copy, as CCNet
@@ -75,23 +76,23 @@ def test_deduplicate(segments, tmp_path):
         assert_that(out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])), equal_to([((1, 1), "too_short")]), label="dropped")
         assert_that(out[BAD] | beam.Map(lambda e: (e[0], e[1].kind)), equal_to([(0, "invalid_utf8")]), label="bad")
         assert_that(out[SEEN] | beam.Map(lambda e: e[0]), equal_to([0, 1]), label="seen")
-    assert sorted(p.name for p in (tmp_path / "hashes").iterdir()) == ["00000.npy", "00001.npy"]
+    assert sorted(p.name for p in (tmp_path / "_work" / "hashes").iterdir()) == ["00000.npy", "00001.npy"]
 
 
 def test_deduplicate_reads_committed_hashes_and_skips_committed_segments(segments, tmp_path):
     with pipeline() as p:
-        dedup(p, segments, DedupConfig(mode="ccnet", hash_buckets=3, min_len=10), tmp_path)
+        dedup(p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path)
     # Segment 0 committed: its hashes, read back (its WET file is gone), still remove the shared
     # boilerplate from segment 1.
     os.remove(segments[0][1])
     with pipeline() as p:
-        out = dedup(p, segments, DedupConfig(mode="ccnet", hash_buckets=3, min_len=10), tmp_path, to_mine=segments[1:])
+        out = dedup(p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path, to_mine=segments[1:])
         assert_that(out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])), equal_to([((1, 0), "unique line two")]))
 
 
 def test_deduplicate_keep_first(segments, tmp_path):
     with pipeline() as p:
-        out = dedup(p, segments, DedupConfig(mode="keep-first", hash_buckets=2, min_len=0), tmp_path)
+        out = dedup(p, segments, DedupConfig(mode="keep-first", hash_partitions=2, min_len=0), tmp_path)
         assert_that(
             out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
             equal_to([
@@ -136,7 +137,7 @@ def test_given_cutoffs():
 
 def commit(tmp_path, index, docs):
     """Commit ``docs`` as segment ``index`` the way CommitSegment does."""
-    write_parquet(segment_docs_path(str(tmp_path / "_work"), index), [{**d, "record": r} for r, d in docs], COMMITTED_SCHEMA)
+    write_parquet(Layout(str(tmp_path)).segment_documents(index), [{**d, "record": r} for r, d in docs], COMMITTED_SCHEMA)
 
 
 def test_write_shards_in_input_order_with_buckets(tmp_path):
@@ -146,7 +147,7 @@ def test_write_shards_in_input_order_with_buckets(tmp_path):
     cutoffs = {"fr": [float(p) for p in PERCENTILES]}
     with pipeline() as p:
         given = p | "Cutoffs" >> beam.Create([cutoffs])
-        summaries = p | beam.Create([0, 1]) | WriteShards(str(tmp_path), str(tmp_path / "_work"), 1, BucketConfig(), given)
+        summaries = p | beam.Create([0, 1]) | WriteShards(Layout(str(tmp_path)), 1, BucketConfig(), given)
         assert_that(summaries, equal_to([
             {"path": "fr/head/part-00000.parquet", "language": "fr", "bucket": "head", "documents": 1, "characters": 2},
             {"path": "fr/middle/part-00000.parquet", "language": "fr", "bucket": "middle", "documents": 1, "characters": 4},
@@ -155,7 +156,7 @@ def test_write_shards_in_input_order_with_buckets(tmp_path):
         ]))
     assert pq.read_table(tmp_path / "fr/middle/part-00000.parquet").schema == ARROW_SCHEMA
     assert pq.ParquetFile(tmp_path / "fr/head/part-00000.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
-    assert not list(tmp_path.rglob("*.tmp"))
+    assert not list(tmp_path.rglob("*.tmp*"))
 
 
 def test_write_shards_in_ccnets_layout(tmp_path):
@@ -164,7 +165,7 @@ def test_write_shards_in_ccnets_layout(tmp_path):
     cutoffs = {"fr": [float(p) for p in PERCENTILES]}
     with pipeline() as p:
         given = p | "Cutoffs" >> beam.Create([cutoffs])
-        p | beam.Create([0]) | WriteShards(str(tmp_path), str(tmp_path / "_work"), 1, BucketConfig(), given, "ccnet")
+        p | beam.Create([0]) | WriteShards(Layout(str(tmp_path)), 1, BucketConfig(), given, "ccnet")
     assert sorted(f.name for f in tmp_path.glob("*.json.gz")) == ["en_all_0000.json.gz", "fr_head_0000.json.gz"]
     data = (tmp_path / "fr_head_0000.json.gz").read_bytes()
     assert data[:10] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # no file name, no time: reproducible
@@ -184,14 +185,13 @@ def test_write_shards_groups_segments_in_order(tmp_path):
         commit(tmp_path, s, [(0, doc(f"segment {s}", "en"))])
     with pipeline() as p:
         cutoffs = p | "Cutoffs" >> beam.Create([{}])
-        p | beam.Create(range(5)) | WriteShards(str(tmp_path), str(tmp_path / "_work"), 2, None, cutoffs)
+        p | beam.Create(range(5)) | WriteShards(Layout(str(tmp_path)), 2, None, cutoffs)
     folder = tmp_path / "en" / "all"
     assert sorted(f.name for f in folder.iterdir()) == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
     assert pq.read_table(folder / "part-00001.parquet").column("raw_content").to_pylist() == ["segment 2", "segment 3"]
 
 
 def test_commit_segments(tmp_path):
-    work = str(tmp_path / "_work")
     bad = BadRecord("invalid_utf8", "seg/a.wet.gz", 10, "<id>", "why", b"\xff")
     kept = [((3, 2), {**doc("second"), "language": "en", "language_score": 0.9}), ((3, 0), {**doc("first"), "language": "en"})]
     results = {
@@ -201,7 +201,7 @@ def test_commit_segments(tmp_path):
         BAD: [(3, bad)],
     }
     with pipeline() as p:
-        out = {tag: p | f"Create{tag}" >> beam.Create(values) for tag, values in results.items()} | CommitSegments(str(tmp_path), work, keep_dropped=True)
+        out = {tag: p | f"Create{tag}" >> beam.Create(values) for tag, values in results.items()} | CommitSegments(Layout(str(tmp_path)), keep_dropped=True, stages={"not_selected": "lid"})
         assert_that(out[KEPT], equal_to([3]), label="committed")
         assert_that(out[PERPLEXITIES], equal_to([]), label="perplexities")
         assert_that(out["counters"] | beam.Map(lambda c: (c["read/documents"], c["read/bad/invalid_utf8"], c["lid/dropped/not_selected"])),
@@ -214,12 +214,10 @@ def test_commit_segments(tmp_path):
     assert pq.read_table(tmp_path / "_work/segments/00003.parquet").column("record").to_pylist() == [0, 2]
 
 
-def test_write_atomically_replaces_and_leaves_no_temporary(tmp_path):
-    from ccnet_pipeline.transforms import write_atomically
-
+def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path):
     target = str(tmp_path / "sub" / "file.json")
-    write_atomically(target, lambda stream: stream.write(b"old"))
-    write_atomically(target, lambda stream: stream.write(b"new"))
+    storage.write_bytes(target, b"old")
+    storage.write_bytes(target, b"new")
     assert (tmp_path / "sub" / "file.json").read_bytes() == b"new"
     assert [p.name for p in (tmp_path / "sub").iterdir()] == ["file.json"]
 

@@ -7,7 +7,7 @@ import pytest
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.html import charset_of, html_to_text
 from ccnet_pipeline.wet import BadRecord, raw_record, read_segment
-from tests.conftest import SHARED_DATA
+from tests.helpers import SHARED_DATA
 
 RUSSIAN = "Деревенская библиотека открывается каждое утро в девять часов и закрывается поздно по четвергам."
 CHINESE = "村里的图书馆每天早上九点开门，星期四很晚才关门，志愿者给孩子们读故事。"

@@ -4,7 +4,7 @@ import io
 import pytest
 
 from ccnet_pipeline.wet import BadRecord, raw_record, read_segment, write_wet
-from tests.conftest import SHARED_DATA, page, paragraphs
+from tests.helpers import SHARED_DATA, page, paragraphs
 
 
 def _wet_bytes(items, name="test.warc.wet.gz"):

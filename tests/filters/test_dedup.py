@@ -11,7 +11,7 @@ from filters.dedup import (
     remove_lines,
     removed_lines_by_record,
     segment_line_hashes,
-    split_by_bucket,
+    split_by_partition,
 )
 from filters.document import make_document
 
@@ -40,15 +40,15 @@ def test_strict_key_merges_punctuation_and_spacing_variants():
     assert len(set(line_hashes(["Hello, World!", "hello   world", "Hello World"]).tolist())) == 3
 
 
-def _dedup(segments, mode, buckets=4):
+def _dedup(segments, mode, partitions=4):
     """Run the three dedup steps in memory over {segment: [content, ...]}."""
-    per_bucket = {}
+    per_partition = {}
     for segment, contents in segments.items():
-        parts = split_by_bucket(*segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).normalize), buckets)
-        for bucket, (hashes, positions) in enumerate(parts):
-            per_bucket.setdefault(bucket, []).append((segment, hashes, positions))
+        parts = split_by_partition(*segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).normalize), partitions)
+        for partition, (hashes, positions) in enumerate(parts):
+            per_partition.setdefault(partition, []).append((segment, hashes, positions))
     removed = {}
-    for parts in per_bucket.values():
+    for parts in per_partition.values():
         for segment, positions in find_removed_lines(parts, mode).items():
             removed.setdefault(segment, []).append(positions)
     result = {}
@@ -120,17 +120,17 @@ def test_keep_first_mode_keeps_first_occurrence_by_segment_and_record():
 
 
 @pytest.mark.parametrize("mode", ["ccnet", "strict", "keep-first"])
-def test_result_does_not_depend_on_bucket_count(mode):
+def test_result_does_not_depend_on_partition_count(mode):
     corpus = {**CORPUS, 2: CCNET_PAGES}
-    assert _dedup(corpus, mode, buckets=1) == _dedup(corpus, mode, buckets=7)
+    assert _dedup(corpus, mode, partitions=1) == _dedup(corpus, mode, partitions=7)
 
 
-def test_segment_line_hashes_partitions_by_bucket():
-    parts = split_by_bucket(*segment_line_hashes([(0, "a\nb\nc"), (5, "d")]), buckets=3)
+def test_segment_line_hashes_split_by_partition():
+    parts = split_by_partition(*segment_line_hashes([(0, "a\nb\nc"), (5, "d")]), partitions=3)
     all_positions = sorted(int(p) for _, positions in parts for p in positions)
     assert all_positions == [0, 1, 2, 5 << LINE_BITS]
-    for bucket, (hashes, _) in enumerate(parts):
-        assert all(int(h) % 3 == bucket for h in hashes)
+    for partition, (hashes, _) in enumerate(parts):
+        assert all(int(h) % 3 == partition for h in hashes)
 
 
 def test_remove_lines_recounts():
@@ -143,5 +143,5 @@ def test_remove_lines_recounts():
 def test_config_validation():
     with pytest.raises(ValueError, match="dedup mode"):
         DedupConfig(mode="fuzzy")
-    with pytest.raises(ValueError, match="hash_buckets"):
-        DedupConfig(hash_buckets=0)
+    with pytest.raises(ValueError, match="hash_partitions"):
+        DedupConfig(hash_partitions=0)

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from filters.normalize import normalize_for_dedup, normalize_for_dedup_strict, normalize_for_lm, normalize_lines_for_lm
-from tests.conftest import SHARED_DATA
+from tests.helpers import SHARED_DATA
 
 
 # Literal outputs of CCNet's own code (cc_net/text_normalizer.py at facebookresearch/cc_net bda555b),
@@ -241,7 +241,7 @@ def test_normalize_for_lm_leaves_hangul_decomposed_as_ccnet():
 
 def test_vectorized_lm_normalization_equals_line_by_line():
     from ccnet_pipeline.sample import SampleConfig, generate_pages
-    from tests.conftest import TEXT
+    from tests.helpers import TEXT
 
     pages = [p.text for segment in generate_pages(SampleConfig(segments=1, docs_per_segment=300, seed=2)) for p in segment]
     edge = "  Ça — va?\t\n\x01 ＡＢＣ１２３ …  \n\n한국어 텍스트\nΟΔΟΣ ΣΟΦΟΣ\n\U0001d7d8 digit \u200b"

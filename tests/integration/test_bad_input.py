@@ -7,7 +7,7 @@ import pytest
 
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.wet import raw_record
-from tests.conftest import SHARED_DATA, letters, page, paragraphs, write_wet_file
+from tests.helpers import SHARED_DATA, letters, page, paragraphs, write_wet_file
 
 GOOD_PER_FILE = 3
 

@@ -11,7 +11,7 @@ import pytest
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from ccnet_pipeline.wet import raw_record
-from tests.conftest import SHARED_DATA, page, paragraphs, write_fasttext_model, write_wet_file
+from tests.helpers import SHARED_DATA, page, paragraphs, write_fasttext_model, write_wet_file
 
 BOILERPLATE = ["Home | News | Sport | Contact", "Cookies help us deliver our services. Accept"]
 
@@ -76,7 +76,7 @@ def test_end_to_end_on_known_input(handmade, tmp_path):
     assert manifest["documents"] == 5
     assert manifest["languages"]["en"]["all"] == {"documents": 1, "characters": len(english[0]["raw_content"]), "files": 1}
     assert manifest["config"]["lid"]["languages"] == ["en", "fr", "de", "es", "is"]
-    assert manifest["config"]["dedup"] == {"mode": "ccnet", "hash_buckets": 16, "min_len": 200}
+    assert manifest["config"]["dedup"] == {"mode": "ccnet", "hash_partitions": 16, "min_len": 200}
     assert stats["output"]["is"]["all"]["documents"] == 1
     quarantined = [json.loads(line) for f in sorted((out / "quarantine/bad-input").iterdir()) for line in f.read_text().splitlines()]
     assert sorted(q["kind"] for q in quarantined) == ["empty_record", "invalid_utf8"]
@@ -318,3 +318,24 @@ def test_reference_models_from_real_text(tmp_path):
             pairs += 1
             wins += model.perplexity(line) < model.perplexity(" ".join(shuffled))
         assert pairs > 300 and wins / pairs >= 0.95, (language, wins, pairs)
+
+
+def test_beam_metrics_equal_stats_json(sample, lm_dir, tmp_path):
+    """Counted in one place: the job's Beam counters are exactly the counters of stats.json."""
+    from ccnet_pipeline.config import MineConfig
+    from ccnet_pipeline.pipeline import execute, job_counters, list_segments
+    from filters.dedup import DedupConfig
+    from lid.languages import parse_languages
+    from lid.model import LidConfig
+
+    out = tmp_path / "corpus"
+    config = MineConfig(input=(str(sample / "*.warc.wet.gz"),), output=str(out), lid=LidConfig(languages=parse_languages("en,de,fr,es,ru")),
+                        dedup=DedupConfig(), lm_dir=str(lm_dir), keep_dropped=True)
+    result = execute(config, list_segments(config.input), [])
+    stats = json.loads((out / "stats.json").read_text())
+    counters = job_counters(result)
+    assert counters == stats["counters"]
+    assert counters["lid/dropped/not_selected"] > 0 and counters["dedup/dropped/too_short"] > 0 and counters["output/files"] > 3
+    progress = job_counters(result, "progress")  # the stages' live counters, named after them
+    assert progress["lid/dropped/not_selected"] == counters["lid/dropped/not_selected"]
+    assert progress["lid/kept"] == sum(v for k, v in counters.items() if k.startswith("output/documents/"))

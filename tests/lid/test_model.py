@@ -1,7 +1,7 @@
 import pytest
 
 from lid.model import LanguageIdentifier, LidConfig
-from tests.conftest import TEXT, write_fasttext_model
+from tests.helpers import TEXT, write_fasttext_model
 
 
 def test_real_lid176_identifies_documents(lid_model):

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from filters.document import ARROW_SCHEMA, make_document
+from tests.helpers import write_corpus
 from tests.tokenizer.conftest import SCRIPTS, train_sentencepiece
 from tokenizer.pack import pack_corpus
 
@@ -17,23 +18,19 @@ from tokenizer.pack import pack_corpus
 LANGUAGE_LINES = {"en": ["Latin", "Georgian"], "ru": ["Cyrillic", "Armenian"], "el": ["Greek", "Hebrew"]}
 
 
-def write_corpus(root, documents_per_language=(120, 60, 30), seed=0):
+def write_mixed_corpus(root, documents_per_language=(120, 60, 30), seed=0):
     """A corpus folder as ``python -m ccnet_pipeline mine`` writes it (shards + manifest)."""
     rng = random.Random(seed)
-    files = []
+    shards = {}
     for (language, names), count in zip(LANGUAGE_LINES.items(), documents_per_language):
-        os.makedirs(root / language / "head")
         docs = []
         for i in range(count):
             lines = [SCRIPTS[rng.choice(names)] for _ in range(rng.randint(1, 4))]
             docs.append({**make_document(url=f"https://{language}.example/{i}", date_download="2019-02-16T04:15:08Z",
                                          digest=f"{language}{i}", title="t", raw_content="\n".join(lines), cc_segment="s"),
                          "language": language})
-        pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), root / language / "head" / "part-00000.parquet")
-        files.append({"path": f"{language}/head/part-00000.parquet", "documents": count,
-                      "characters": sum(len(d["raw_content"]) for d in docs)})
-    (root / "manifest.json").write_text(json.dumps({"files": files}))
-    return root
+        shards[f"{language}/head/part-00000.parquet"] = docs
+    return write_corpus(root, shards)
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +39,7 @@ def data_dir(tmp_path_factory):
     tok_dir = root / "tok"
     tok_dir.mkdir()
     shutil.copy(train_sentencepiece(root), tok_dir / "sentencepiece.model")
-    corpus = write_corpus(root / "corpus")
+    corpus = write_mixed_corpus(root / "corpus")
     pack_corpus(str(corpus), str(tok_dir), str(root / "data"), tokens_per_sample=32)
     return str(root / "data")
 

@@ -46,15 +46,13 @@ def test_unimax_on_known_sizes():
 
 
 def test_plot_command_writes_a_png(tmp_path, capsys):
-    import json
-
     from sampling.cli import main
+    from toolkit.corpus import CorpusManifest, ShardEntry
 
     corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    languages = {"en": {"head": {"documents": 90, "characters": 9000, "files": 1}, "tail": {"documents": 10, "characters": 1000, "files": 1}},
-                 "sw": {"all": {"documents": 5, "characters": 100, "files": 1}}}
-    (corpus / "manifest.json").write_text(json.dumps({"languages": languages}))
+    files = [ShardEntry("en/head/part-00000.parquet", "en", "head", 90, 9000), ShardEntry("en/tail/part-00000.parquet", "en", "tail", 10, 1000),
+             ShardEntry("sw/all/part-00000.parquet", "sw", "all", 5, 100)]
+    CorpusManifest(files=files).write(str(corpus))
     out = tmp_path / "shares.png"
     assert main(["plot", "--corpus", str(corpus), "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

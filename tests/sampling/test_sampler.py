@@ -1,6 +1,7 @@
 import json
 from collections import Counter
 
+from tests.helpers import write_corpus
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -15,21 +16,17 @@ SIZES = {"en": 3000, "fr": 300, "sw": 30}
 def corpus(tmp_path_factory):
     """A corpus folder in the mine job's layout: shards per language and bucket, a manifest."""
     root = tmp_path_factory.mktemp("corpus")
-    files = []
-    for language, count in SIZES.items():
-        for part, bucket in enumerate(("head", "tail")):
-            docs = [
-                {**make_document(url=f"https://{language}.example/{bucket}/{i}", date_download="d", digest="x",
-                                 title="t", raw_content=f"{language} {bucket} document {i}", cc_segment="s"),
-                 "language": language, "bucket": bucket}
-                for i in range(count // 2)
-            ]
-            relative = f"{language}/{bucket}/part-{part:05d}.parquet"
-            (root / language / bucket).mkdir(parents=True)
-            pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), root / relative, row_group_size=400)
-            files.append({"path": relative, "documents": len(docs), "characters": sum(d["length"] for d in docs)})
-    (root / "manifest.json").write_text(json.dumps({"files": files, "languages": {}}))
-    return root
+    shards = {
+        f"{language}/{bucket}/part-{part:05d}.parquet": [
+            {**make_document(url=f"https://{language}.example/{bucket}/{i}", date_download="d", digest="x",
+                             title="t", raw_content=f"{language} {bucket} document {i}", cc_segment="s"),
+             "language": language, "bucket": bucket}
+            for i in range(count // 2)
+        ]
+        for language, count in SIZES.items()
+        for part, bucket in enumerate(("head", "tail"))
+    }
+    return write_corpus(root, shards, row_group_size=400)
 
 
 def test_language_frequencies_follow_the_probabilities(corpus):

@@ -1,5 +1,6 @@
 import json
 
+from tests.helpers import write_corpus
 import numpy as np
 import pytest
 
@@ -36,14 +37,13 @@ def test_pack_corpus_writes_memory_mappable_shards(model, tmp_path):
     corpus, tok_dir = tmp_path / "corpus", tmp_path / "tok"
     tok_dir.mkdir()
     shutil.copy(model, tok_dir / "sentencepiece.model")
-    files = []
-    for language, text in (("en", SCRIPTS["Latin"]), ("el", SCRIPTS["Greek"])):
-        os.makedirs(corpus / language / "all")
-        docs = [{**make_document(url=f"u{i}", date_download="d", digest="x", title="t", raw_content=f"{text}\n{text}",
-                                 cc_segment="s"), "language": language} for i in range(30)]
-        pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), corpus / language / "all" / "part-00000.parquet")
-        files.append({"path": f"{language}/all/part-00000.parquet", "documents": 30, "characters": 1})
-    (corpus / "manifest.json").write_text(json.dumps({"files": files}))
+    write_corpus(corpus, {
+        f"{language}/all/part-00000.parquet": [
+            {**make_document(url=f"u{i}", date_download="d", digest="x", title="t", raw_content=f"{text}\n{text}",
+                             cc_segment="s"), "language": language} for i in range(30)
+        ]
+        for language, text in (("en", SCRIPTS["Latin"]), ("el", SCRIPTS["Greek"]))
+    })
     manifest = pack_corpus(str(corpus), str(tok_dir), str(tmp_path / "data"), tokens_per_sample=64)
     saved = json.loads((tmp_path / "data" / "manifest.json").read_text())
     assert saved == json.loads(json.dumps(manifest)) and saved["tokens_per_sample"] == 64

@@ -4,6 +4,7 @@ import sentencepiece
 from tokenizer import XLMRTokenizer
 from tokenizer.__main__ import main as tokenizer_main
 from tokenizer.xlmr import BOS, EOS, PAD, UNK
+from tests.helpers import write_corpus
 from tests.tokenizer.conftest import SCRIPTS
 
 def test_fairseq_conventions(model):
@@ -42,14 +43,13 @@ def test_train_from_a_corpus_with_the_sampler(tmp_path, capsys):
     from filters.document import ARROW_SCHEMA, make_document
 
     corpus = tmp_path / "corpus"
-    files = []
-    for language, text in (("en", SCRIPTS["Latin"]), ("ru", SCRIPTS["Cyrillic"]), ("hi", SCRIPTS["Devanagari"])):
-        (corpus / language / "all").mkdir(parents=True)
-        docs = [{**make_document(url=f"u{i}", date_download="d", digest="x", title="t", raw_content=f"{text} {i}",
-                                 cc_segment="s"), "language": language} for i in range(50)]
-        pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), corpus / language / "all" / "part-00000.parquet")
-        files.append({"path": f"{language}/all/part-00000.parquet", "documents": 50, "characters": sum(d["length"] for d in docs)})
-    (corpus / "manifest.json").write_text(json.dumps({"files": files}))
+    write_corpus(corpus, {
+        f"{language}/all/part-00000.parquet": [
+            {**make_document(url=f"u{i}", date_download="d", digest="x", title="t", raw_content=f"{text} {i}",
+                             cc_segment="s"), "language": language} for i in range(50)
+        ]
+        for language, text in (("en", SCRIPTS["Latin"]), ("ru", SCRIPTS["Cyrillic"]), ("hi", SCRIPTS["Devanagari"]))
+    })
     out = tmp_path / "tok"
     assert tokenizer_main(["train", "--corpus", str(corpus), "--out", str(out), "--vocab-size", "300", "--sample-documents", "300"]) == 0
     tok = XLMRTokenizer(str(out / "sentencepiece.model"))
@@ -67,7 +67,7 @@ def _xlmr_model():
     ../shared/data/xlmr/sentencepiece.bpe.model); it cannot be downloaded offline."""
     import os
 
-    from tests.conftest import SHARED_DATA
+    from tests.helpers import SHARED_DATA
 
     for path in (os.environ.get("XLMR_SENTENCEPIECE", ""), str(SHARED_DATA / "xlmr" / "sentencepiece.bpe.model")):
         if path and os.path.isfile(path):

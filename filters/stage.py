@@ -1,0 +1,39 @@
+"""The contract every document stage of the mine job keeps (as datatrove's ``PipelineStep``):
+a name, a lazy ``setup()`` and ``apply(doc) -> (doc, drop reason or None)``.
+
+Stages are plain objects on plain documents, testable without Beam; ``ccnet_pipeline`` runs any
+of them with one generic DoFn. A stage names the drop reasons it can give, so that counters
+(``<stage>/dropped/<reason>``) and the quarantine follow from the stages, not from a list kept
+by hand.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Protocol, Sequence, Tuple
+
+from filters.document import Document
+
+
+class Stage(Protocol):
+    name: str  # counters are named "<name>/<event>"
+    reasons: Tuple[str, ...]  # every drop reason apply() can return
+
+    def setup(self) -> None:
+        """Load what the stage needs (models), once per worker; calling it again is free."""
+
+    def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
+        """The document with this stage's fields set, and the reason to drop it or None."""
+
+
+def apply_stages(stages: Sequence[Stage], doc: Document) -> Tuple[Document, Optional[Stage], Optional[str]]:
+    """Run ``stages`` in order until one drops the document: (document, that stage, reason), or
+    (document, None, None) when every stage keeps it."""
+    for stage in stages:
+        doc, reason = stage.apply(doc)
+        if reason is not None:
+            return doc, stage, reason
+    return doc, None, None
+
+
+def reason_stages(stages: Sequence[Stage]) -> Dict[str, str]:
+    """Which stage gives each drop reason."""
+    return {reason: stage.name for stage in stages for reason in stage.reasons}

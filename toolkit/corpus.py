@@ -1,0 +1,196 @@
+"""A corpus folder: where every file of it lives (``Layout``) and its versioned manifest
+(``CorpusManifest``), the hand-off between the mine job and the sampler, tokenizer and plots.
+
+```
+OUT/<language>/<bucket>/part-NNNNN.parquet   the shards (or CCNet's OUT/<language>_<bucket>_NNNN.json.gz)
+OUT/manifest.json  OUT/stats.json  OUT/cutoffs.csv
+OUT/quarantine/bad-input/<segment>.jsonl     OUT/quarantine/dropped/<reason>/part-NNNNN.parquet
+OUT/_work/run.json  OUT/_work/complete       OUT/_work/hashes/NNNNN.npy  OUT/_work/segments/NNNNN.{parquet,json}
+```
+Paths work on the local disk and on any Beam file system (``toolkit.storage``).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from toolkit import storage
+
+MANIFEST_VERSION = 2  # 1: the files' language and bucket only in their path (read, never written)
+# The output formats: the name the manifest gives each, and its layout.
+OUTPUT_FORMATS = {
+    "parquet": ("parquet", "<language>/<bucket>/part-XXXXX.parquet"),
+    "ccnet": ("ccnet-json", "<language>_<bucket>_XXXX.json.gz"),  # CCNet's regrouped mine output
+}
+
+
+class Layout:
+    """Every path of the corpus folder ``root``."""
+
+    def __init__(self, root: str):
+        self.root = root.rstrip("/")
+        self.work = storage.join(self.root, "_work")
+
+    def path(self, relative: str) -> str:
+        return storage.join(self.root, relative)
+
+    @property
+    def manifest(self) -> str:
+        return self.path("manifest.json")
+
+    @property
+    def stats(self) -> str:
+        return self.path("stats.json")
+
+    @property
+    def cutoffs(self) -> str:
+        return self.path("cutoffs.csv")
+
+    @property
+    def run_file(self) -> str:
+        """The job that writes the folder: its config and input files."""
+        return storage.join(self.work, "run.json")
+
+    @property
+    def complete(self) -> str:
+        return storage.join(self.work, "complete")
+
+    def hashes(self, segment: int) -> str:
+        return storage.join(self.work, "hashes", f"{segment:05d}.npy")
+
+    def segment_documents(self, segment: int) -> str:
+        return storage.join(self.work, "segments", f"{segment:05d}.parquet")
+
+    def marker(self, segment: int) -> str:
+        return storage.join(self.work, "segments", f"{segment:05d}.json")
+
+    @property
+    def markers(self) -> str:
+        """The glob of every segment marker."""
+        return storage.join(self.work, "segments", "*.json")
+
+    @property
+    def intermediates(self) -> List[str]:
+        """Globs of what the finished job deletes."""
+        return [storage.join(self.work, "hashes", "*"), storage.join(self.work, "segments", "*")]
+
+    def bad_input(self, segment_name: str) -> str:
+        return self.path(f"quarantine/bad-input/{segment_name.replace('/', '_')}.jsonl")
+
+    def dropped(self, reason: str, segment: int) -> str:
+        return self.path(f"quarantine/dropped/{reason}/part-{segment:05d}.parquet")
+
+    @staticmethod
+    def shard(language: str, bucket: str, shard: int, output_format: str = "parquet") -> str:
+        """A shard's path relative to the root."""
+        if output_format == "ccnet":
+            return f"{language}_{bucket}_{shard:04d}.json.gz"
+        return f"{language}/{bucket}/part-{shard:05d}.parquet"
+
+
+@dataclass(frozen=True)
+class ShardEntry:
+    path: str  # relative to the corpus folder
+    language: str
+    bucket: str
+    documents: int
+    characters: int
+
+
+@dataclass
+class CorpusManifest:
+    """OUT/manifest.json: what a corpus holds and the exact config that produced it."""
+
+    format: str = "parquet"  # one of OUTPUT_FORMATS
+    files: List[ShardEntry] = field(default_factory=list)  # every shard, sorted by path
+    cutoffs: Dict[str, Dict[str, float]] = field(default_factory=dict)  # per language: head and tail perplexity
+    config: Dict = field(default_factory=dict)  # the job's config
+    pipeline_options: Dict = field(default_factory=dict)  # the Beam options it ran with
+    version: int = MANIFEST_VERSION
+
+    def __post_init__(self):
+        if self.format not in OUTPUT_FORMATS:
+            raise ValueError(f"corpus format must be one of {', '.join(OUTPUT_FORMATS)}, got {self.format!r}")
+        self.files = sorted(self.files, key=lambda entry: entry.path)
+
+    @property
+    def languages(self) -> Dict[str, Dict[str, Dict[str, int]]]:
+        """Documents, characters and files per language and bucket."""
+        languages: Dict[str, Dict[str, Dict[str, int]]] = {}
+        for entry in self.files:
+            counts = languages.setdefault(entry.language, {}).setdefault(entry.bucket, {"documents": 0, "characters": 0, "files": 0})
+            counts["documents"] += entry.documents
+            counts["characters"] += entry.characters
+            counts["files"] += 1
+        return languages
+
+    def shards(self, buckets: Optional[Sequence[str]] = None) -> List[ShardEntry]:
+        """The shards, only those of ``buckets`` when given."""
+        return [entry for entry in self.files if not buckets or entry.bucket in buckets]
+
+    def shard_paths(self, root: str, buckets: Optional[Sequence[str]] = None) -> Dict[str, List[str]]:
+        """Per language, the sorted full paths of its shards (of ``buckets`` when given)."""
+        paths: Dict[str, List[str]] = {}
+        for entry in self.shards(buckets):
+            paths.setdefault(entry.language, []).append(Layout(root).path(entry.path))
+        return {language: sorted(files) for language, files in sorted(paths.items())}
+
+    def to_json(self) -> Dict:
+        return {
+            "version": self.version,
+            "format": OUTPUT_FORMATS[self.format][0],
+            "layout": OUTPUT_FORMATS[self.format][1],
+            "documents": sum(entry.documents for entry in self.files),
+            "characters": sum(entry.characters for entry in self.files),
+            "languages": self.languages,
+            "files": [asdict(entry) for entry in self.files],
+            "cutoffs": self.cutoffs,
+            "config": self.config,
+            "pipeline_options": self.pipeline_options,
+        }
+
+    def write(self, root: str) -> None:
+        storage.write_json(Layout(root).manifest, self.to_json())
+
+    @classmethod
+    def read(cls, root: str, require_format: Optional[str] = None) -> "CorpusManifest":
+        """The manifest of the corpus folder ``root``; with ``require_format``, a corpus in
+        another format is a clear error."""
+        path = Layout(root).manifest
+        if not storage.exists(path):
+            raise FileNotFoundError(f"{path} is missing: not a corpus folder (write one with python -m ccnet_pipeline mine)")
+        data = storage.read_json(path)
+        version = data.get("version", 1)
+        if version not in (1, MANIFEST_VERSION):
+            raise ValueError(f"{path}: manifest version {version} is not one this version of the toolkit reads (1, {MANIFEST_VERSION})")
+        formats = {name: output_format for output_format, (name, _) in OUTPUT_FORMATS.items()}
+        if data.get("format", "parquet") not in formats:
+            raise ValueError(f"{path}: unknown corpus format {data.get('format')!r}")
+        manifest = cls(
+            format=formats[data.get("format", "parquet")],
+            files=[_entry(item, version) for item in data["files"]],
+            cutoffs=data.get("cutoffs", {}),
+            config=data.get("config", {}),
+            pipeline_options=data.get("pipeline_options", {}),
+            version=version,
+        )
+        if require_format and manifest.format != require_format:
+            raise ValueError(
+                f"{root} holds a corpus in {OUTPUT_FORMATS[manifest.format][0]} format; "
+                "convert it with python -m ccnet_pipeline import-ccnet"
+            )
+        return manifest
+
+
+def _entry(item: Dict, version: int) -> ShardEntry:
+    if version == 1:  # <language>/<bucket>/part-XXXXX.parquet
+        language, bucket, _ = item["path"].split("/")
+        item = {**item, "language": language, "bucket": bucket}
+    return ShardEntry(item["path"], item["language"], item["bucket"], item["documents"], item["characters"])
+
+
+def open_parquet(path: str):
+    """A ``pyarrow.parquet.ParquetFile`` of a shard on the local disk or a Beam file system."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(storage.open_read(path) if storage.is_remote(path) else path)
