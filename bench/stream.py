@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from sampling import MultilingualSampler
+from sampling import MixtureConfig, MultilingualSampler
 from tokenizer import XLMRTokenizer
 from tokenizer.pack import document_ids, load_blocks, pack_blocks
 from tokenizer.xlmr import PAD
@@ -41,7 +41,7 @@ def read_packed(data_dir: str, batch: int, repeats: int) -> tuple:
 
 
 def encode_on_the_fly(corpus: str, tokenizer_dir: str, documents: int, width: int) -> tuple:
-    sampler = MultilingualSampler(corpus, alpha=0.3, seed=0)
+    sampler = MultilingualSampler(corpus, MixtureConfig(alpha=0.3), seed=0)
     tokenizer = XLMRTokenizer(os.path.join(tokenizer_dir, "sentencepiece.model"))
     start = time.perf_counter()
     stream = (document_ids(tokenizer, next(sampler)["raw_content"]) for _ in range(documents))

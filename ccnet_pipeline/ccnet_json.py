@@ -17,7 +17,7 @@ from typing import BinaryIO, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
-from ccnet_pipeline.wet import QUARANTINE_PAYLOAD_BYTES, BadRecord
+from ccnet_pipeline.wet import QUARANTINE_PAYLOAD_BYTES, BadKind, BadRecord
 from filters.document import Document, make_document, segment_name
 from filters.quality import quality_signals
 from lid.languages import map_label
@@ -125,16 +125,16 @@ def read_ccnet_file(stream: BinaryIO, name: str) -> Iterator[Tuple[int, Union[Do
                 if not isinstance(record, dict):
                     raise ValueError(f"a JSON {type(record).__name__}, not an object")
             except ValueError as error:  # JSONDecodeError and UnicodeDecodeError included
-                yield number, BadRecord("invalid_json", name, where, "", str(error)[:500], line[:QUARANTINE_PAYLOAD_BYTES])
+                yield number, BadRecord(BadKind.INVALID_JSON.value, name, where, "", str(error)[:500], line[:QUARANTINE_PAYLOAD_BYTES])
                 continue
             try:
                 yield number, from_ccnet(record)
             except ValueError as error:
-                yield number, BadRecord("malformed_record", name, where, "", str(error)[:500], line[:QUARANTINE_PAYLOAD_BYTES])
+                yield number, BadRecord(BadKind.MALFORMED_RECORD.value, name, where, "", str(error)[:500], line[:QUARANTINE_PAYLOAD_BYTES])
     except EOFError as error:
-        yield number + 1, BadRecord("truncated_gzip", name, offset, "", f"file ends inside the gzip stream: {error}", b"")
+        yield number + 1, BadRecord(BadKind.TRUNCATED_GZIP.value, name, offset, "", f"file ends inside the gzip stream: {error}", b"")
     except (gzip.BadGzipFile, zlib.error) as error:
-        yield number + 1, BadRecord("corrupt_gzip", name, offset, "", f"corrupt gzip stream: {error}", b"")
+        yield number + 1, BadRecord(BadKind.CORRUPT_GZIP.value, name, offset, "", f"corrupt gzip stream: {error}", b"")
 
 
 class CcnetReader:

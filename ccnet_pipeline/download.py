@@ -24,6 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 import requests
 from tqdm import tqdm
 from toolkit import storage
+from toolkit.cli import flag
 
 DEFAULT_BASE_URL = "https://data.commoncrawl.org/"
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -32,20 +33,32 @@ CHUNK_BYTES = 1 << 16
 
 @dataclass(frozen=True)
 class DownloadConfig:
-    base_url: str = DEFAULT_BASE_URL  # where crawl-data/ lives (CommonCrawl's HTTPS endpoint)
-    cache: str = "data/commoncrawl"  # local folder; files keep their crawl-data/... paths
-    parallelism: int = 4  # files fetched at once
-    retries: int = 8  # further attempts per file after the first
+    base_url: str = DEFAULT_BASE_URL  # where crawl-data/ is served (CommonCrawl's HTTPS endpoint)
+    cache: str = "data/commoncrawl"  # local folder for downloaded files; they keep their crawl-data/... paths
+    parallelism: int = field(default=4, metadata=flag("--download-parallelism"))  # files fetched at once
+    retries: int = field(default=8, metadata=flag("--download-retries"))  # further attempts per file after the first
     backoff_seconds: float = 1.0  # first retry delay; doubles each time, with jitter
     max_backoff_seconds: float = 60.0  # cap on one delay (Retry-After included)
     connect_timeout: float = 10.0  # seconds to connect
     read_timeout: float = 60.0  # seconds without a byte before the connection counts as dead
     chunk_bytes: int = 1 << 16  # bytes read and written at a time; a cut loses at most one chunk
-    progress: bool = True  # a tqdm bar with bytes/s on stderr
+    progress: bool = field(default=True, metadata=flag(cli=False))  # a tqdm bar with bytes/s on stderr
 
     def __post_init__(self):
         if self.parallelism < 1 or self.retries < 0 or self.backoff_seconds < 0 or self.chunk_bytes < 1:
             raise ValueError("parallelism >= 1, retries >= 0, backoff_seconds >= 0 and chunk_bytes >= 1 are required")
+
+
+@dataclass(frozen=True)
+class DumpSelection:
+    """Which WET files of a dump to fetch."""
+
+    dump: str = field(metadata=flag(cli=False))  # a CommonCrawl dump, e.g. CC-MAIN-2019-09
+    segments: Optional[int] = None  # the first N WET files of the dump (default: all)
+    shard: Optional[str] = None  # i/n: every n-th WET file from the i-th, for n machines
+
+    def select(self, paths: Sequence[str]) -> List[str]:
+        return select_paths(paths, self.segments, self.shard)
 
 
 def select_paths(paths: Sequence[str], segments: Optional[int] = None, shard: Optional[str] = None) -> List[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Dict, List, Tuple
 
-from ccnet_pipeline.wet import WetPage, raw_record, write_wet
+from ccnet_pipeline.wet_writer import WetPage, raw_record, write_wet
 from toolkit import storage
 
 # (XLM-R code, wordfreq code, faker locale, relative share). The first 12 are the default
@@ -109,7 +109,7 @@ def _sites(rng: random.Random, languages: Dict[str, _Language], count: int) -> L
         ]
         footer = [
             f"Copyright © {rng.randint(2005, 2019)} {company}. All rights reserved.",
-            f"{lang.faker.street_address()}, {lang.faker.city()}",
+            f"{lang.faker.street_address()}, {lang.faker.postcode()}",  # not city(): it_IT's changes with the hash seed
             "Facebook Twitter Instagram YouTube",
         ]
         sites.append((lang.code, lang.faker.domain_name(), header, footer))

@@ -35,7 +35,7 @@ from apache_beam.metrics import Metrics
 from ccnet_pipeline.ccnet_json import CcnetReader
 from ccnet_pipeline.shards import ShardWriter, read_parquet, write_parquet
 from ccnet_pipeline.stats import SegmentCounts, file_counters, segment_counters
-from ccnet_pipeline.wet import BadRecord, Item, ReadConfig
+from ccnet_pipeline.wet import BadKind, BadRecord, Item, ReadConfig
 from filters.dedup import (
     DedupConfig,
     DuplicateLineRemoval,
@@ -86,7 +86,7 @@ def read_segment_items(read, path: str) -> Iterator[Tuple[int, Item]]:
                 next_record = record + 1
     except OSError as error:
         detail = f"cannot read {path}: {error.strerror or error}" + (f" (after {next_record} records)" if next_record else "")
-        yield next_record, BadRecord("unreadable_file", segment_name(path), 0, "", detail, b"")
+        yield next_record, BadRecord(BadKind.UNREADABLE_FILE.value, segment_name(path), 0, "", detail, b"")
 
 
 def run_stages(stages: Sequence[Stage], order, doc):

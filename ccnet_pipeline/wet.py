@@ -15,15 +15,16 @@ import hashlib
 import io
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import BinaryIO, Dict, Iterable, Iterator, Optional, Tuple, Union
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
-from warcio.warcwriter import WARCWriter
 
 from ccnet_pipeline.html import html_to_text
 from filters.document import Document, make_document, segment_name
+from toolkit.cli import flag
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 _FEED_BYTES = 32 * 1024  # small feeds keep zlib's copy of unused input small
@@ -33,26 +34,34 @@ QUARANTINE_PAYLOAD_BYTES = 64 * 1024  # how much of a bad record's bytes the qua
 FORMATS = ("wet", "warc")
 
 
-BAD_KINDS = (
-    "unreadable_file",  # a file that cannot be opened or read: removed, a broken link, no permission
-    "empty_file",  # a zero-length file
-    "corrupt_gzip",  # a gzip member that does not decompress (garbage bytes included)
-    "truncated_gzip",  # the file ends inside a gzip member
-    "malformed_record",  # bytes that do not parse as a WARC record (import-ccnet: a record without its text or url)
-    "unsupported_version",  # a WET record whose version is not WARC/1.0 or 1.1 (e.g. WARC/0.18)
-    "missing_header",  # a record without WARC-Target-URI or WARC-Date
-    "non_conversion",  # a record other than warcinfo/conversion inside a WET file (a WARC given as WET)
-    "record_too_large",  # content longer than the configured cap; not read into memory
-    "truncated_record",  # fewer content bytes than Content-Length announces
-    "wrong_content_length",  # a Content-Length that ends the record before its gzip member does
-    "invalid_utf8",  # WET content that is not UTF-8
-    "html_in_wet",  # a WET record holding HTML markup instead of extracted text
-    "empty_record",  # no text at all
-    "duplicate_record_id",  # a WARC-Record-ID seen before in the same file
-    "invalid_json",  # import-ccnet: a line that is not a JSON object
-)
+class BadKind(str, Enum):
+    """Every kind of bad input, counted as ``read/bad/<kind>`` and quarantined."""
+
+    UNREADABLE_FILE = "unreadable_file"  # a file that cannot be opened or read: removed, a broken link, no permission
+    EMPTY_FILE = "empty_file"  # a zero-length file
+    CORRUPT_GZIP = "corrupt_gzip"  # a gzip member that does not decompress (garbage bytes included)
+    TRUNCATED_GZIP = "truncated_gzip"  # the file ends inside a gzip member
+    MALFORMED_RECORD = "malformed_record"  # bytes that do not parse as a WARC record (import-ccnet: a record without its text or url)
+    UNSUPPORTED_VERSION = "unsupported_version"  # a WET record whose version is not WARC/1.0 or 1.1 (e.g. WARC/0.18)
+    MISSING_HEADER = "missing_header"  # a record without WARC-Target-URI or WARC-Date
+    NON_CONVERSION = "non_conversion"  # a record other than warcinfo/conversion inside a WET file (a WARC given as WET)
+    RECORD_TOO_LARGE = "record_too_large"  # content longer than the configured cap; not read into memory
+    TRUNCATED_RECORD = "truncated_record"  # fewer content bytes than Content-Length announces
+    WRONG_CONTENT_LENGTH = "wrong_content_length"  # a Content-Length that ends the record before its gzip member does
+    INVALID_UTF8 = "invalid_utf8"  # WET content that is not UTF-8
+    HTML_IN_WET = "html_in_wet"  # a WET record holding HTML markup instead of extracted text
+    EMPTY_RECORD = "empty_record"  # no text at all
+    DUPLICATE_RECORD_ID = "duplicate_record_id"  # a WARC-Record-ID seen before in the same file
+    INVALID_JSON = "invalid_json"  # import-ccnet: a line that is not a JSON object
+
+
 DEFAULT_MAX_RECORD_BYTES = 32 * 1024 * 1024
 _HTML = re.compile(rb"<(?:!doctype\s+html|html|head|body|div|script)\b", re.IGNORECASE)
+
+
+def block_digest(data: bytes) -> str:
+    """A WARC-Block-Digest: ``sha1:`` and the base32 SHA-1 of ``data``, as CommonCrawl writes it."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
 
 
 def check_format(fmt: str) -> None:
@@ -62,7 +71,7 @@ def check_format(fmt: str) -> None:
 
 @dataclass(frozen=True)
 class BadRecord:
-    kind: str  # one of BAD_KINDS
+    kind: str  # a BadKind's value
     cc_segment: str
     offset: int  # byte offset in the (compressed) file where the bad part starts
     record_id: str  # WARC-Record-ID when known, else ""
@@ -191,8 +200,8 @@ class SegmentReader:
         self.fmt = fmt
         self.max_record_bytes = max_record_bytes
 
-    def bad(self, kind: str, offset: int, detail: str, payload: bytes = b"", record_id: str = "") -> BadRecord:
-        return BadRecord(kind, self.cc_segment, offset, record_id, detail, payload[:QUARANTINE_PAYLOAD_BYTES])
+    def bad(self, kind: BadKind, offset: int, detail: str, payload: bytes = b"", record_id: str = "") -> BadRecord:
+        return BadRecord(kind.value, self.cc_segment, offset, record_id, detail, payload[:QUARANTINE_PAYLOAD_BYTES])
 
     def parse(self, record, iterator: "_ArchiveIterator", base_offset: int) -> Entry:
         """One warcio record as an entry; its item is None for a record the format skips
@@ -210,56 +219,68 @@ class SegmentReader:
             while stream.read(1 << 20):  # drained, never held whole
                 pass
             detail = f"Content-Length {declared} over the cap of {self.max_record_bytes} bytes"
-            return record_id, offset(), self.bad("record_too_large", offset(), detail, headers.to_bytes(), record_id)
+            return record_id, offset(), self.bad(BadKind.RECORD_TOO_LARGE, offset(), detail, headers.to_bytes(), record_id)
         content = record.content_stream().read()
         where = offset()
-
-        def bad(kind: str, detail: str) -> Entry:
-            return record_id, where, self.bad(kind, where, detail, headers.to_bytes() + content, record_id)
-
-        if iterator.err_count > errors_before:  # warcio found no blank line where the record should end
-            return bad("wrong_content_length", f"Content-Length {declared} ends the record before its data does")
-        if record.rec_type == "warcinfo":
+        overran = iterator.err_count > errors_before  # warcio found no blank line where the record should end
+        if not overran and (record.rec_type == "warcinfo" or (self.fmt == "warc" and not self.is_html_response(record))):
             return record_id, where, None
-        if self.fmt == "wet" and headers.protocol not in ("WARC/1.0", "WARC/1.1"):
-            return bad("unsupported_version", f"{headers.protocol} record in a WET file")
-        wanted = "conversion" if self.fmt == "wet" else "response"
-        if record.rec_type != wanted:
-            if self.fmt == "warc":
-                return record_id, where, None
-            return bad("non_conversion", f"WARC-Type {record.rec_type!r} in a WET file")
-        content_type = ""
-        if self.fmt == "warc":
-            content_type = record.http_headers.get_header("Content-Type", "") if record.http_headers else ""
-            if "html" not in content_type.lower():
-                return record_id, where, None
-        url = headers.get_header("WARC-Target-URI")
-        date = headers.get_header("WARC-Date")
-        if not url or not date:
-            return bad("missing_header", f"{wanted} record without WARC-Target-URI or WARC-Date")
-        if self.fmt == "wet" and declared.isdigit() and len(content) < int(declared):
-            return bad("truncated_record", f"{len(content)} content bytes, Content-Length {declared}")
-        if self.fmt == "warc":
-            title, body = html_to_text(content, content_type)
-            digest = "sha1:" + base64.b32encode(hashlib.sha1(body.encode("utf-8")).digest()).decode("ascii")
-        else:
-            try:
-                text = content.decode("utf-8")
-            except UnicodeDecodeError as error:
-                return bad("invalid_utf8", str(error))
-            if _HTML.search(content, 0, 2048):
-                return bad("html_in_wet", "HTML markup in a conversion record")
-            digest = headers.get_header("WARC-Block-Digest") or (
-                "sha1:" + base64.b32encode(hashlib.sha1(content).digest()).decode("ascii")
-            )
-            # CCNet: the first line of a WET record is the page title, the rest is the text.
-            title, _, body = text.strip("\n").partition("\n")
-        if not body.strip() and not title.strip():
-            return bad("empty_record", "no text")
+        problem = self.header_problem(record, content, declared, overran)
+        if problem is None:
+            title, body, digest = self.warc_body(record, content) if self.fmt == "warc" else self.wet_body(headers, content)
+            if isinstance(title, BadKind):
+                problem = (title, body)
+            elif not body.strip() and not title.strip():
+                problem = (BadKind.EMPTY_RECORD, "no text")
+        if problem is not None:
+            kind, detail = problem
+            return record_id, where, self.bad(kind, where, detail, headers.to_bytes() + content, record_id)
         doc = make_document(
-            url=url, date_download=date, digest=digest, title=title, raw_content=body, cc_segment=self.cc_segment
+            url=headers.get_header("WARC-Target-URI"), date_download=headers.get_header("WARC-Date"), digest=digest,
+            title=title, raw_content=body, cc_segment=self.cc_segment,
         )
         return record_id, where, doc
+
+    def header_problem(self, record, content: bytes, declared: str, overran: bool) -> Optional[Tuple[BadKind, str]]:
+        """What is wrong with a record's headers for this format (WET and WARC alike), or None."""
+        headers = record.rec_headers
+        if overran:
+            return BadKind.WRONG_CONTENT_LENGTH, f"Content-Length {declared} ends the record before its data does"
+        if self.fmt == "wet" and headers.protocol not in ("WARC/1.0", "WARC/1.1"):
+            return BadKind.UNSUPPORTED_VERSION, f"{headers.protocol} record in a WET file"
+        wanted = "conversion" if self.fmt == "wet" else "response"
+        if record.rec_type != wanted:  # WARC input skips such records before
+            return BadKind.NON_CONVERSION, f"WARC-Type {record.rec_type!r} in a WET file"
+        if not headers.get_header("WARC-Target-URI") or not headers.get_header("WARC-Date"):
+            return BadKind.MISSING_HEADER, f"{wanted} record without WARC-Target-URI or WARC-Date"
+        if self.fmt == "wet" and declared.isdigit() and len(content) < int(declared):
+            return BadKind.TRUNCATED_RECORD, f"{len(content)} content bytes, Content-Length {declared}"
+        return None
+
+    @staticmethod
+    def is_html_response(record) -> bool:
+        """A WARC response whose HTTP Content-Type is HTML (other records are skipped)."""
+        content_type = record.http_headers.get_header("Content-Type", "") if record.http_headers else ""
+        return record.rec_type == "response" and "html" in content_type.lower()
+
+    @staticmethod
+    def warc_body(record, content: bytes) -> Tuple[str, str, str]:
+        """(title, main text, digest of the text) of an HTML response, its charset honoured."""
+        title, body = html_to_text(content, record.http_headers.get_header("Content-Type", ""))
+        return title, body, block_digest(body.encode("utf-8"))
+
+    @staticmethod
+    def wet_body(headers, content: bytes) -> Tuple[Union[str, BadKind], str, str]:
+        """(title, text, digest) of a WET conversion record, or (bad kind, detail, "")."""
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return BadKind.INVALID_UTF8, str(error), ""
+        if _HTML.search(content, 0, 2048):
+            return BadKind.HTML_IN_WET, "HTML markup in a conversion record", ""
+        # CCNet: the first line of a WET record is the page title, the rest is the text.
+        title, _, body = text.strip("\n").partition("\n")
+        return title, body, headers.get_header("WARC-Block-Digest") or block_digest(content)
 
     def records(self, data: BinaryIO, base_offset: int) -> Iterator[Entry]:
         """warcio over ``data`` (a plain file or one decompressed member); unparsable bytes
@@ -271,13 +292,13 @@ class SegmentReader:
         except (ArchiveLoadFailed, ValueError, EOFError, zlib.error) as error:
             data.seek(0)
             payload = data.read(QUARANTINE_PAYLOAD_BYTES)
-            yield "", base_offset, self.bad("malformed_record", base_offset, str(error)[:500], payload)
+            yield "", base_offset, self.bad(BadKind.MALFORMED_RECORD, base_offset, str(error)[:500], payload)
 
     def members_from(self, stream: BinaryIO, start: int) -> Iterator[Entry]:
         """The robust path: gzip member by member from ``start``, quarantining broken members."""
         for offset, data, error in _gzip_members(stream, start):
             if data is None:
-                kind = "truncated_gzip" if error.startswith("file ends") else "corrupt_gzip"
+                kind = BadKind.TRUNCATED_GZIP if error.startswith("file ends") else BadKind.CORRUPT_GZIP
                 yield "", offset, self.bad(kind, offset, error)
             else:
                 yield from self.records(io.BytesIO(data), offset)
@@ -307,7 +328,7 @@ class SegmentReader:
         start = stream.read(len(GZIP_MAGIC))
         stream.seek(0)
         if not start:
-            yield 0, self.bad("empty_file", 0, "zero-length file")
+            yield 0, self.bad(BadKind.EMPTY_FILE, 0, "zero-length file")
             return
         entries = self.gzip_entries(stream) if start == GZIP_MAGIC else self.records(stream, 0)
         seen = set()
@@ -317,7 +338,7 @@ class SegmentReader:
                 continue
             if record_id and record_id in seen and not isinstance(item, BadRecord):
                 payload = item["raw_content"].encode("utf-8")
-                item = self.bad("duplicate_record_id", offset, f"{record_id} seen before in this file", payload, record_id)
+                item = self.bad(BadKind.DUPLICATE_RECORD_ID, offset, f"{record_id} seen before in this file", payload, record_id)
             seen.add(record_id)
             yield index, item
             index += 1
@@ -325,7 +346,7 @@ class SegmentReader:
 
 @dataclass(frozen=True)
 class ReadConfig:
-    format: str = "wet"  # "wet", or "warc": the main text of HTML responses, charset honoured
+    format: str = field(default="wet", metadata=flag("--format", choices=FORMATS))  # wet, or warc: the main text of HTML responses, charset honoured
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # larger records are quarantined unread
 
     def __post_init__(self):
@@ -348,71 +369,3 @@ def read_segment(
     or plain WARC. Indices count from 0 in file order and are the same on every read.
     """
     return SegmentReader(cc_segment, fmt, max_record_bytes).read(stream)
-
-
-@dataclass(frozen=True)
-class WetPage:
-    """One page to write as a WET conversion record (fixtures, the generated sample)."""
-
-    url: str
-    date: str  # e.g. "2019-02-16T04:15:08Z"
-    title: str
-    text: str
-    language: str = ""  # written as WARC-Identified-Content-Language when set, as CC does
-
-
-def raw_record(headers: Dict[str, str], payload: bytes, version: str = "WARC/1.0") -> bytes:
-    """One WARC record as a gzip member, written byte by byte: headers exactly as given (no
-    Content-Length is added), so that tests and the sample can build broken records too."""
-    head = version + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-    return gzip.compress(head.encode("utf-8") + payload + b"\r\n\r\n", mtime=0)
-
-
-def write_wet(
-    stream: BinaryIO, pages: Iterable[Union[WetPage, bytes]], filename: str = "sample.warc.wet.gz"
-) -> None:
-    """Write pages as a CommonCrawl-style WET file: a warcinfo record, then one gzip member per
-    conversion record with WARC-Target-URI, WARC-Date, WARC-Refers-To and WARC-Block-Digest.
-    A ``bytes`` item is written as it is (a raw gzip member, see ``raw_record``)."""
-    writer = WARCWriter(stream, gzip=True, warc_version="WARC/1.0")
-    info = b"software: xlmr-corpus\r\nformat: WARC File Format 1.0\r\n"
-    # A fixed date and id (warcio's own warcinfo takes the clock), so that files are reproducible.
-    stream.write(raw_record({
-        "WARC-Type": "warcinfo",
-        "WARC-Date": "2019-02-16T00:00:00Z",
-        "WARC-Filename": filename,
-        "WARC-Record-ID": f"<urn:uuid:{_uuid(filename, 0, 'warcinfo')}>",
-        "Content-Type": "application/warc-fields",
-        "Content-Length": str(len(info)),
-    }, info))
-    for number, page in enumerate(pages):
-        if isinstance(page, bytes):
-            stream.write(page)
-            continue
-        payload = f"{page.title}\n{page.text}".encode("utf-8")
-        digest = "sha1:" + base64.b32encode(hashlib.sha1(payload).digest()).decode("ascii")
-        headers = {
-            "WARC-Type": "conversion",
-            "WARC-Target-URI": page.url,
-            "WARC-Date": page.date,
-            "WARC-Record-ID": f"<urn:uuid:{_uuid(filename, number, 'conversion')}>",
-            "WARC-Refers-To": f"<urn:uuid:{_uuid(filename, number, 'response')}>",
-            "WARC-Block-Digest": digest,
-        }
-        if page.language:
-            headers["WARC-Identified-Content-Language"] = page.language
-        record = writer.create_warc_record(
-            page.url,
-            "conversion",
-            payload=io.BytesIO(payload),
-            length=len(payload),
-            warc_content_type="text/plain",
-            warc_headers_dict=headers,
-        )
-        writer.write_record(record)
-
-
-def _uuid(filename: str, number: int, kind: str) -> str:
-    """A deterministic UUID-shaped id, so regenerated files are byte-identical."""
-    h = hashlib.sha1(f"{filename}:{number}:{kind}".encode()).hexdigest()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"

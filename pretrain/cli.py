@@ -8,20 +8,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
-from dataclasses import fields
 from typing import List, Optional
 
 from pretrain.train import CONFIG_FILE, TRAIN_PRESETS, TrainConfig, train, train_config
-
-_HELP = {
-    "max_steps": "stop after this step (default: the schedule's total steps)",
-    "total_steps": "length of the learning-rate schedule",
-    "precision": "fp32 | fp16 | bf16",
-}
-
+from toolkit import storage
+from toolkit.cli import add_config_arguments, given, run_cli
 
 def _train_parser(sub) -> argparse.ArgumentParser:
     parser = sub.add_parser("train", help="pretrain an encoder on packed blocks")
@@ -31,11 +23,7 @@ def _train_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
     parser.add_argument("--init-from-hf", default=None, help="start from a Hugging Face XLM-R folder")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    for field in fields(TrainConfig):
-        if field.name == "model":
-            continue
-        kind = field.type if isinstance(field.type, type) else {"int": int, "float": float, "str": str}[field.type]
-        parser.add_argument("--" + field.name.replace("_", "-"), type=kind, default=None, help=_HELP.get(field.name))
+    add_config_arguments(parser, TrainConfig)
     return parser
 
 
@@ -49,40 +37,37 @@ def main(argv: Optional[List[str]] = None) -> int:
     plot = sub.add_parser("plot", help="loss curves of a run as PNG")
     plot.add_argument("run_dir")
     plot.add_argument("--out", default=None, help="PNG path (default RUN_DIR/loss.png)")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "train":
-            return _train(args)
-        if args.command == "export-hf":
-            from pretrain.export import export_hf
-            from pretrain.hub import load_run
+    return run_cli(_run, parser, argv)
 
-            model_cfg, state, sp_model = load_run(args.run_dir)
-            export_hf(state, model_cfg, sp_model, args.out)
-            print(f"wrote {args.out} (XLMRobertaForMaskedLM, {model_cfg.layers} layers, vocabulary {model_cfg.vocab_size})")
-            return 0
-        from pretrain.plot import plot_run
 
-        out = args.out or os.path.join(args.run_dir, "loss.png")
-        curves = plot_run(args.run_dir, out)
-        print(f"wrote {out}: {', '.join(f'{name} ({len(points)} points)' for name, points in sorted(curves.items()))}")
+def _run(args) -> int:
+    if args.command == "train":
+        return _train(args)
+    if args.command == "export-hf":
+        from pretrain.export import export_hf
+        from pretrain.hub import load_run
+
+        model_cfg, state, sp_model = load_run(args.run_dir)
+        export_hf(state, model_cfg, sp_model, args.out)
+        print(f"wrote {args.out} (XLMRobertaForMaskedLM, {model_cfg.layers} layers, vocabulary {model_cfg.vocab_size})")
         return 0
-    except (OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    from pretrain.plot import plot_run
+
+    out = args.out or os.path.join(args.run_dir, "loss.png")
+    curves = plot_run(args.run_dir, out)
+    print(f"wrote {out}: {', '.join(f'{name} ({len(points)} points)' for name, points in sorted(curves.items()))}")
+    return 0
 
 
 def _train(args) -> int:
     """Preset, then on --resume the run's saved config, then the flags given."""
-    values, init_from_hf = {}, args.init_from_hf
-    saved = os.path.join(args.out, CONFIG_FILE)
-    if args.resume and os.path.exists(saved):
-        with open(saved) as handle:
-            run = json.load(handle)
-        values, init_from_hf = run["train"], init_from_hf or run["init_from_hf"]
-    given = {f.name: getattr(args, f.name) for f in fields(TrainConfig) if getattr(args, f.name, None) is not None}
-    preset = values.get("model", args.config)
-    config = train_config(preset, **{**values, **given})
+    saved, init_from_hf = {}, args.init_from_hf
+    config_file = os.path.join(args.out, CONFIG_FILE)
+    if args.resume and os.path.exists(config_file):
+        run = storage.read_json(config_file)
+        saved, init_from_hf = run["train"], init_from_hf or run["init_from_hf"]
+    flags = given(args)
+    config = train_config(saved.get("model", flags.get("model", args.config)), saved, flags)
     result = train(config, args.data, args.out, resume=args.resume, init_from_hf=init_from_hf, device=args.device)
     if "train" in result:
         print(f"final training loss {result['train']['loss']:.4f}")

@@ -1,8 +1,8 @@
 """Training data: blocks from the packed shards (``python -m tokenizer pack``), languages drawn
 with the sampler's alpha-smoothed probabilities, and BERT masking.
 
-Language i is drawn with p_i ∝ q_i^alpha (``sampling.language_probs`` over each language's
-token count); a language's blocks come in a permutation seeded by (seed, language, epoch), of
+Languages are drawn through the shared ``sampling.LanguageMixture`` over each language's token
+count (by default p_i ∝ q_i^0.3); a language's blocks come in a permutation seeded by (seed, language, epoch), of
 which rank r of w takes positions r, r + w, ...: ranks never share a block, and a language that
 runs out starts its next epoch (counted). The last ``heldout`` blocks of every language are kept
 out of training for evaluation. The whole state is a few integers and the language generator's
@@ -17,7 +17,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import torch
 
-from sampling import language_probs
+from sampling import LanguageMixture, MixtureConfig
 from tokenizer.pack import load_blocks
 from tokenizer.xlmr import BOS, EOS, PAD, SPECIALS
 
@@ -41,7 +41,9 @@ class BlockStream:
     """Batches of training blocks for one rank. ``next_batch(n)`` returns ([n, length] int64
     ids padded with ``<pad>``, the blocks' languages)."""
 
-    def __init__(self, data_dir: str, alpha: float = 0.3, seed: int = 0, rank: int = 0, world_size: int = 1, heldout: int = 0):
+    def __init__(
+        self, data_dir: str, mixture: MixtureConfig = MixtureConfig(), seed: int = 0, rank: int = 0, world_size: int = 1, heldout: int = 0
+    ):
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
         manifest = read_manifest(data_dir)
@@ -55,10 +57,8 @@ class BlockStream:
         if not self._blocks:
             raise ValueError(f"{data_dir}: no language has {world_size} training blocks")
         sizes = {language: int(index["length"].sum()) for language, (_, index) in self._blocks.items()}
-        self.probs = language_probs(sizes, alpha)
-        self.languages = sorted(self.probs)
-        self._p = np.array([self.probs[language] for language in self.languages])
-        self._rng = np.random.default_rng([seed, rank])
+        self.mixture = LanguageMixture(sizes, mixture, seed, rank)
+        self.probs, self.languages = self.mixture.probs, self.mixture.languages
         self._position = {language: [0, 0] for language in self.languages}  # [epoch, next index]
         self._orders: Dict[Tuple[str, int], np.ndarray] = {}
 
@@ -83,8 +83,7 @@ class BlockStream:
         return tokens[offset : offset + length]
 
     def next_batch(self, batch_size: int) -> Tuple[torch.Tensor, List[str]]:
-        choices = self._rng.choice(len(self.languages), size=batch_size, p=self._p)
-        languages = [self.languages[i] for i in choices]
+        languages = self.mixture.draw(batch_size)
         return collate([self._next_block(language) for language in languages]), languages
 
     @property
@@ -94,10 +93,10 @@ class BlockStream:
 
     def state_dict(self) -> Dict:
         """JSON-serializable: the language generator's state and each language's position."""
-        return {"rng": self._rng.bit_generator.state, "positions": {k: list(v) for k, v in self._position.items()}}
+        return {"rng": self.mixture.state_dict(), "positions": {k: list(v) for k, v in self._position.items()}}
 
     def load_state_dict(self, state: Dict) -> None:
-        self._rng.bit_generator.state = state["rng"]
+        self.mixture.load_state_dict(state["rng"])
         for language, position in state["positions"].items():
             if language not in self._position:
                 raise ValueError(f"the checkpoint's data has language {language}, this DATA_DIR has not")

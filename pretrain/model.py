@@ -18,7 +18,7 @@ from torch import nn
 PAD = 1  # fairseq's <pad>; tokenizer.xlmr.PAD
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelConfig:
     vocab_size: int = 250_002  # from the dictionary: XLMRTokenizer.vocab_size
     layers: int = 12

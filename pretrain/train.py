@@ -13,8 +13,8 @@ import os
 import shutil
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, fields
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -25,8 +25,10 @@ from pretrain.data import BlockStream, collate, heldout_blocks, mask_tokens, mas
 from pretrain.dist import Dist, setup, teardown
 from pretrain.export import load_hf
 from pretrain.model import MODEL_PRESETS, PAD, ModelConfig, XLMRModel, model_config
+from sampling import MixtureConfig
 from tokenizer.pack import sentencepiece_file
 from toolkit import storage
+from toolkit.cli import build_config, flag
 
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 EVAL_KEY = 2**31 - 1  # masking-generator key of evaluation batches, apart from any step number
@@ -34,9 +36,9 @@ CONFIG_FILE, METRICS_FILE = "config.json", "metrics.csv"
 METRIC_FIELDS = ["step", "split", "language", "loss", "perplexity", "lr", "grad_norm", "loss_scale", "skipped_steps", "tokens_per_s"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
-    model: str = "tiny"  # model preset: tiny | base | large
+    model: str = field(default="tiny", metadata=flag(choices=tuple(MODEL_PRESETS)))  # model preset: tiny | base | large
     batch_size: int = 8  # blocks per micro-batch per process
     grad_accum: int = 1  # micro-batches per optimizer step
     lr: float = 1e-3  # peak learning rate, reached after warm-up
@@ -50,10 +52,10 @@ class TrainConfig:
     beta2: float = 0.98
     eps: float = 1e-6
     clip_norm: float = 1.0  # max global gradient norm; 0 = no clipping
-    precision: str = "fp32"  # fp32 | fp16 (GradScaler) | bf16 (autocast)
+    precision: str = field(default="fp32", metadata=flag(choices=tuple(PRECISIONS)))  # fp32 | fp16 (GradScaler) | bf16 (autocast)
     mask_prob: float = 0.15
     dropout: float = 0.1  # model dropout and attention dropout
-    alpha: float = 0.3  # language sampling p ∝ q^alpha over token counts
+    sampling: MixtureConfig = field(default_factory=MixtureConfig)  # how languages are mixed, over token counts
     seed: int = 0
     log_interval: int = 20  # steps between training-loss log lines
     eval_interval: int = 100  # steps between held-out evaluations (and always at the end); 0 = end only
@@ -93,11 +95,11 @@ TRAIN_PRESETS = {
 }
 
 
-def train_config(preset: str, **overrides) -> TrainConfig:
+def train_config(preset: str, *layers: Mapping, **overrides) -> TrainConfig:
+    """The preset, then ``layers`` (a saved config, the flags given), then ``overrides``."""
     if preset not in TRAIN_PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {', '.join(TRAIN_PRESETS)}")
-    known = {f.name for f in fields(TrainConfig)}
-    return TrainConfig(**{**TRAIN_PRESETS[preset], **{k: v for k, v in overrides.items() if k in known}})
+    return build_config(TrainConfig, TRAIN_PRESETS[preset], *layers, overrides)
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
@@ -222,10 +224,9 @@ def prepare_run_dir(run_dir: str, config: TrainConfig, model_cfg: ModelConfig, d
     storage.write_json(os.path.join(run_dir, CONFIG_FILE), content)
     source = manifest.get("tokenizer")
     if source and os.path.isdir(source):
-        os.makedirs(os.path.join(run_dir, "tokenizer"), exist_ok=True)
-        shutil.copyfile(sentencepiece_file(source), os.path.join(run_dir, "tokenizer", "sentencepiece.model"))
+        storage.copy_file(sentencepiece_file(source), os.path.join(run_dir, "tokenizer", "sentencepiece.model"))
         if os.path.exists(os.path.join(source, "dict.txt")):
-            shutil.copyfile(os.path.join(source, "dict.txt"), os.path.join(run_dir, "tokenizer", "dict.txt"))
+            storage.copy_file(os.path.join(source, "dict.txt"), os.path.join(run_dir, "tokenizer", "dict.txt"))
 
 
 def train(config: TrainConfig, data_dir: str, run_dir: str, resume: bool = False, init_from_hf: Optional[str] = None, device: str = "auto") -> Dict:
@@ -262,7 +263,7 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
     model.to(dist.device)
     optimizer = make_optimizer(model, config)
     scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
-    stream = BlockStream(data_dir, config.alpha, config.seed, dist.rank, dist.world_size, heldout=config.eval_blocks)
+    stream = BlockStream(data_dir, config.sampling, config.seed, dist.rank, dist.world_size, heldout=config.eval_blocks)
     heldout = heldout_blocks(data_dir, config.eval_blocks) if config.eval_blocks else {}
     torch.manual_seed(config.seed + dist.rank)  # dropout differs across ranks
     step, skipped = 0, 0

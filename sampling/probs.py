@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Dict, Mapping
 
+XLMR_ALPHA = 0.3  # the smoothing exponent of XLM-R (Conneau et al. 2020)
+
 
 def _check(sizes: Mapping[str, float]) -> None:
     if not sizes:
@@ -21,7 +23,7 @@ def _check(sizes: Mapping[str, float]) -> None:
         raise ValueError("all sizes are zero")
 
 
-def language_probs(sizes: Mapping[str, float], alpha: float = 0.3) -> Dict[str, float]:
+def language_probs(sizes: Mapping[str, float], alpha: float = XLMR_ALPHA) -> Dict[str, float]:
     """p_i ∝ q_i^α for sizes in documents, characters or tokens; a language of size 0 gets 0."""
     _check(sizes)
     if not 0 <= alpha <= 1:
@@ -32,7 +34,7 @@ def language_probs(sizes: Mapping[str, float], alpha: float = 0.3) -> Dict[str, 
     return {lang: weight / norm for lang, weight in weights.items()}
 
 
-def grouped_probs(sizes: Mapping[str, float], alpha: float = 0.3, threshold: float = 0.0) -> Dict[str, float]:
+def grouped_probs(sizes: Mapping[str, float], alpha: float = XLMR_ALPHA, threshold: float = 0.0) -> Dict[str, float]:
     """``language_probs`` with every language smaller than ``threshold`` pooled into one group,
     sampled as one language of their summed size and split proportionally to size inside."""
     _check(sizes)

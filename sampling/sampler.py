@@ -7,9 +7,8 @@ import os
 import random
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-import numpy as np
 
-from sampling.probs import language_probs
+from sampling.mixture import LanguageMixture, MixtureConfig
 from toolkit.corpus import CorpusManifest, open_parquet
 
 COLUMNS = ("url", "language", "bucket", "raw_content", "length")
@@ -70,8 +69,8 @@ class _LanguageStream:
 
 class MultilingualSampler:
     """Iterate documents (dicts with ``url``, ``language``, ``bucket``, ``raw_content``,
-    ``length``) drawn language by language with p ∝ q^alpha, q being each language's share of
-    ``unit`` (characters or documents) in the selected ``buckets`` of the corpus.
+    ``length``) drawn language by language through the ``mixture`` (default: p ∝ q^0.3), over
+    each language's size in ``unit`` (characters or documents) in the selected ``buckets``.
 
     Deterministic for a seed; ``state_dict()`` / ``load_state_dict()`` resume exactly where it
     stopped; rank r of ``world_size`` reads documents no other rank reads; ``epochs`` counts the
@@ -80,7 +79,7 @@ class MultilingualSampler:
     def __init__(
         self,
         corpus_dir: str,
-        alpha: float = 0.3,
+        mixture: MixtureConfig = MixtureConfig(),
         seed: int = 0,
         rank: int = 0,
         world_size: int = 1,
@@ -97,17 +96,15 @@ class MultilingualSampler:
         files = manifest.shard_paths(corpus_dir, buckets)
         if not sizes:
             raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(buckets or [])}")
-        self.probs = language_probs(sizes, alpha)
-        self.languages = sorted(self.probs)
-        self._p = np.array([self.probs[lang] for lang in self.languages])
-        self._rng = np.random.default_rng([seed, rank])
+        self.mixture = LanguageMixture(sizes, mixture, seed, rank)
+        self.probs, self.languages = self.mixture.probs, self.mixture.languages
         self._streams = {lang: _LanguageStream(sorted(files[lang]), lang, seed, rank, world_size) for lang in self.languages}
 
     def __iter__(self) -> Iterator[Dict]:
         return self
 
     def __next__(self) -> Dict:
-        language = self.languages[self._rng.choice(len(self.languages), p=self._p)]
+        (language,) = self.mixture.draw(1)
         return self._streams[language].next()
 
     @property
@@ -116,9 +113,9 @@ class MultilingualSampler:
 
     def state_dict(self) -> Dict:
         """JSON-serializable state: the language-choice generator and each language's position."""
-        return {"rng": self._rng.bit_generator.state, "streams": {l: s.state() for l, s in self._streams.items()}}
+        return {"rng": self.mixture.state_dict(), "streams": {l: s.state() for l, s in self._streams.items()}}
 
     def load_state_dict(self, state: Dict) -> None:
-        self._rng.bit_generator.state = state["rng"]
+        self.mixture.load_state_dict(state["rng"])
         for language, stream_state in state["streams"].items():
             self._streams[language].restore(stream_state)

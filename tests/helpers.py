@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
-from ccnet_pipeline.wet import WetPage, write_wet
+from ccnet_pipeline.wet_writer import WetPage, write_wet
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -99,8 +99,7 @@ def write_hf_tokenizer(model_path: str, out_dir: str, model_max_length: int = 51
     SentencePiece model under XLM-R's file name, into ``out_dir``."""
     with storage.atomic_path(os.path.join(out_dir, "tokenizer.json")) as path:
         hf_tokenizer(model_path).save(path)
-    with storage.atomic_path(os.path.join(out_dir, "sentencepiece.bpe.model")) as path:
-        shutil.copyfile(model_path, path)
+    storage.copy_file(model_path, os.path.join(out_dir, "sentencepiece.bpe.model"))
     specials = {"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
                 "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}
     config = {"tokenizer_class": "XLMRobertaTokenizer", "model_max_length": model_max_length, **specials}

@@ -10,7 +10,8 @@ ids of all its blocks back to back and ``DATA/<lang>.idx.npy`` each block's (off
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -55,11 +56,20 @@ def pack_blocks(documents: Iterable[Sequence[int]], tokens_per_sample: int) -> I
         yield np.array([BOS, *pending], dtype=np.uint32)
 
 
-def pack_corpus(
-    corpus_dir: str, tokenizer_dir: str, out_dir: str, tokens_per_sample: int = 512, buckets: Optional[Sequence[str]] = None
-) -> Dict:
+@dataclass(frozen=True)
+class PackConfig:
+    tokens_per_sample: int = 512  # ids per block, <s> included (fairseq's tokens_per_sample)
+    buckets: Optional[Tuple[str, ...]] = None  # corpus buckets to pack, a comma list (default: all)
+
+    def __post_init__(self):
+        if self.tokens_per_sample < 2:
+            raise ValueError("tokens_per_sample must be >= 2")
+
+
+def pack_corpus(corpus_dir: str, tokenizer_dir: str, out_dir: str, config: PackConfig = PackConfig()) -> Dict:
     """Pack every language of a corpus folder; returns (and writes) the manifest."""
     tokenizer = XLMRTokenizer(sentencepiece_file(tokenizer_dir))
+    tokens_per_sample, buckets = config.tokens_per_sample, config.buckets
     files = CorpusManifest.read(corpus_dir, require_format="parquet").shard_paths(corpus_dir, buckets)
     os.makedirs(out_dir, exist_ok=True)
     languages = {}

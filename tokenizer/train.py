@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 import sentencepiece
 
-from sampling import MultilingualSampler
+from sampling import MixtureConfig, MultilingualSampler
 from tokenizer.xlmr import SP_BOS, SP_EOS, SP_UNK, piece_counts, write_fairseq_dict
 from toolkit import storage
 
@@ -23,9 +23,9 @@ class TokenizerConfig:
     character_coverage: float = 0.9995  # characters covered by pieces; the rarest go to <unk>
     sample_documents: int = 1_000_000  # documents the sampler draws (at most as many as the corpus holds)
     input_sentence_size: int = 2_000_000  # lines SentencePiece loads, shuffled: ~3.5 GB RAM per million lines of ~130 chars
-    alpha: float = 0.3  # language smoothing of the sampler
+    sampling: MixtureConfig = field(default_factory=MixtureConfig)  # how the sampler mixes languages
     seed: int = 0  # sampler and SentencePiece seed
-    buckets: Optional[Tuple[str, ...]] = None  # corpus buckets to draw from (None: all)
+    buckets: Optional[Tuple[str, ...]] = None  # corpus buckets to draw from, a comma list (default: all)
 
     def __post_init__(self):
         if self.vocab_size < 16 or self.sample_documents < 1 or self.input_sentence_size < 1:
@@ -36,7 +36,7 @@ class TokenizerConfig:
 
 def train_tokenizer(corpus_dir: str, out_dir: str, config: TokenizerConfig = TokenizerConfig()) -> dict:
     """Write ``out_dir/sentencepiece.model``, fairseq's ``dict.txt`` and ``tokenizer.json``."""
-    sampler = MultilingualSampler(corpus_dir, alpha=config.alpha, seed=config.seed, buckets=config.buckets)
+    sampler = MultilingualSampler(corpus_dir, config.sampling, seed=config.seed, buckets=config.buckets)
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".train-") as work:
         text = os.path.join(work, "text.txt")

@@ -161,6 +161,12 @@ def write_json(path: str, data) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+def copy_file(source: str, path: str) -> None:
+    """A copy of the local file ``source`` at ``path``, written atomically."""
+    with atomic_path(path) as temporary:
+        shutil.copyfile(source, temporary)
+
+
 def localize(path: str) -> str:
     """A local copy of a file on a Beam file system, fetched once per process into the
     temporary folder (fastText, SentencePiece and KenLM read local files only); a local path

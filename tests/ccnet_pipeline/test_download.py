@@ -11,7 +11,7 @@ import pytest
 
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.download import DownloadConfig, Downloader, check_gzip, select_paths
-from ccnet_pipeline.wet import write_wet
+from ccnet_pipeline.wet_writer import write_wet
 from tests.helpers import page, paragraphs
 
 DUMP = "CC-MAIN-2099-01"

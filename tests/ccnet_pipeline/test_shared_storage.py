@@ -32,7 +32,7 @@ def test_a_corpus_on_shared_storage_is_written_and_read_back(lid_model, tmp_path
     """mine writes its output to a Beam file system; the sampler and the packer read it there."""
     from sampling import MultilingualSampler
     from tests.tokenizer.conftest import train_sentencepiece
-    from tokenizer.pack import pack_corpus
+    from tokenizer.pack import PackConfig, pack_corpus
 
     write_wet_file(tmp_path / "wet" / "a.warc.wet.gz", [page(i, paragraphs(lang, 4, f"doc{'x' * i}")) for i, lang in
                                                        enumerate(["en", "fr", "de", "en", "fr", "de"])])
@@ -46,5 +46,5 @@ def test_a_corpus_on_shared_storage_is_written_and_read_back(lid_model, tmp_path
     tokenizer = tmp_path / "tok"
     tokenizer.mkdir()
     os.rename(train_sentencepiece(tokenizer), tokenizer / "sentencepiece.model")
-    manifest = pack_corpus(remote, str(tokenizer), str(tmp_path / "data"), tokens_per_sample=32)
+    manifest = pack_corpus(remote, str(tokenizer), str(tmp_path / "data"), PackConfig(tokens_per_sample=32))
     assert set(manifest["languages"]) == {"en", "fr", "de"} and manifest["corpus"] == remote

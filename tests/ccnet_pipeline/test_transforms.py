@@ -26,7 +26,8 @@ from ccnet_pipeline.transforms import (
     WriteShards,
 )
 from ccnet_pipeline.shards import write_parquet
-from ccnet_pipeline.wet import BadRecord, ReadConfig, raw_record
+from ccnet_pipeline.wet import BadRecord, ReadConfig
+from ccnet_pipeline.wet_writer import raw_record
 from filters.dedup import DedupConfig
 from filters.document import ARROW_SCHEMA, make_document
 from filters.perplexity import PERCENTILES, BucketConfig

@@ -6,7 +6,8 @@ import pytest
 
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.html import charset_of, html_to_text
-from ccnet_pipeline.wet import BadRecord, raw_record, read_segment
+from ccnet_pipeline.wet import BadRecord, read_segment
+from ccnet_pipeline.wet_writer import raw_record
 from tests.helpers import SHARED_DATA
 
 RUSSIAN = "Деревенская библиотека открывается каждое утро в девять часов и закрывается поздно по четвергам."

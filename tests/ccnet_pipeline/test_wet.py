@@ -3,7 +3,8 @@ import io
 
 import pytest
 
-from ccnet_pipeline.wet import BadRecord, raw_record, read_segment, write_wet
+from ccnet_pipeline.wet import BadRecord, read_segment
+from ccnet_pipeline.wet_writer import raw_record, write_wet
 from tests.helpers import SHARED_DATA, page, paragraphs
 
 

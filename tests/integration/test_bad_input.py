@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.wet import raw_record
+from ccnet_pipeline.wet_writer import raw_record
 from tests.helpers import SHARED_DATA, letters, page, paragraphs, write_wet_file
 
 GOOD_PER_FILE = 3

@@ -10,7 +10,7 @@ import pytest
 
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
-from ccnet_pipeline.wet import raw_record
+from ccnet_pipeline.wet_writer import raw_record
 from tests.helpers import SHARED_DATA, page, paragraphs, write_fasttext_model, write_wet_file
 
 BOILERPLATE = ["Home | News | Sport | Contact", "Cookies help us deliver our services. Accept"]
@@ -191,6 +191,18 @@ def test_sample_generator_is_deterministic(tmp_path):
     assert _digests(tmp_path / "a") == _digests(tmp_path / "b")
 
 
+def test_sample_generator_does_not_depend_on_the_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    for seed in ("1", "2"):
+        argv = [sys.executable, "-m", "ccnet_pipeline", "sample", "--output", str(tmp_path / seed), "--segments", "1",
+                "--docs-per-segment", "300", "--reference-lines", "10"]
+        subprocess.run(argv, check=True, env={**os.environ, "PYTHONHASHSEED": seed}, stdout=subprocess.DEVNULL)
+    assert _digests(tmp_path / "1") == _digests(tmp_path / "2")
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -284,7 +296,7 @@ def test_perplexity_errors_are_clear(handmade, lm_dir, tmp_path, capsys):
     assert "en lack(s) a .sp.model or .arpa.bin" in run("--lm-dir", str(half))[1]
     (half / "en.arpa.bin").write_bytes(b"corrupt")
     assert "cannot load KenLM model" in run("--lm-dir", str(half))[1]
-    assert "--cutoffs needs --lm-dir" in run("--cutoffs", str(half / "x.csv"))[1]
+    assert "cutoffs_file needs lm_dir" in run("--cutoffs", str(half / "x.csv"))[1]  # the field, not the flag
     bad = tmp_path / "bad.csv"
     bad.write_text("nonsense\n")
     code, err = run("--lm-dir", str(lm_dir), "--cutoffs", str(bad))

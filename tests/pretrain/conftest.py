@@ -12,7 +12,7 @@ import pytest
 from filters.document import ARROW_SCHEMA, make_document
 from tests.helpers import write_corpus
 from tests.tokenizer.conftest import SCRIPTS, train_sentencepiece
-from tokenizer.pack import pack_corpus
+from tokenizer.pack import PackConfig, pack_corpus
 
 # Which lines each language's documents are made of.
 LANGUAGE_LINES = {"en": ["Latin", "Georgian"], "ru": ["Cyrillic", "Armenian"], "el": ["Greek", "Hebrew"]}
@@ -40,7 +40,7 @@ def data_dir(tmp_path_factory):
     tok_dir.mkdir()
     shutil.copy(train_sentencepiece(root), tok_dir / "sentencepiece.model")
     corpus = write_mixed_corpus(root / "corpus")
-    pack_corpus(str(corpus), str(tok_dir), str(root / "data"), tokens_per_sample=32)
+    pack_corpus(str(corpus), str(tok_dir), str(root / "data"), PackConfig(tokens_per_sample=32))
     return str(root / "data")
 
 

@@ -1,4 +1,5 @@
 import json
+from sampling import MixtureConfig
 import math
 
 import numpy as np
@@ -23,7 +24,7 @@ def write_numbered_blocks(root, counts, length=8):
 
 
 def test_languages_follow_the_smoothed_token_shares(data_dir):
-    stream = BlockStream(data_dir, alpha=0.3, seed=0)
+    stream = BlockStream(data_dir, MixtureConfig(alpha=0.3), seed=0)
     manifest = read_manifest(data_dir)
     assert set(stream.probs) == set(manifest["languages"])
     draws = 6000

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from filters.document import ARROW_SCHEMA, make_document
-from sampling import MultilingualSampler, language_probs
+from sampling import MixtureConfig, MultilingualSampler, language_probs
 
 SIZES = {"en": 3000, "fr": 300, "sw": 30}
 
@@ -30,7 +30,7 @@ def corpus(tmp_path_factory):
 
 
 def test_language_frequencies_follow_the_probabilities(corpus):
-    sampler = MultilingualSampler(str(corpus), alpha=0.3, seed=1, unit="documents")
+    sampler = MultilingualSampler(str(corpus), MixtureConfig(alpha=0.3), seed=1, unit="documents")
     counts = Counter(next(sampler)["language"] for _ in range(20000))
     expected = language_probs(SIZES, 0.3)
     for language, p in expected.items():
@@ -58,7 +58,7 @@ def test_exact_resume_mid_stream(corpus):
 def test_ranks_read_disjoint_documents_covering_the_language(corpus):
     seen = []
     for rank in range(2):
-        sampler = MultilingualSampler(str(corpus), alpha=0.0, seed=0, rank=rank, world_size=2)
+        sampler = MultilingualSampler(str(corpus), MixtureConfig(alpha=0.0), seed=0, rank=rank, world_size=2)
         urls = set()
         while sampler.epochs["sw"] == 0:
             doc = next(sampler)
@@ -70,7 +70,7 @@ def test_ranks_read_disjoint_documents_covering_the_language(corpus):
 
 
 def test_a_language_that_runs_out_restarts_and_is_counted(corpus):
-    sampler = MultilingualSampler(str(corpus), alpha=0.0, seed=0, buckets=["head"])
+    sampler = MultilingualSampler(str(corpus), MixtureConfig(alpha=0.0), seed=0, buckets=["head"])
     docs = [next(sampler) for _ in range(600)]
     assert {d["bucket"] for d in docs} == {"head"}
     assert sampler.epochs["sw"] >= 3 and sampler.epochs["en"] == 0

@@ -4,7 +4,7 @@ from tests.helpers import write_corpus
 import numpy as np
 import pytest
 
-from tokenizer.pack import document_ids, load_blocks, pack_blocks, pack_corpus
+from tokenizer.pack import PackConfig, document_ids, load_blocks, pack_blocks, pack_corpus
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
 from tests.tokenizer.conftest import SCRIPTS
 
@@ -44,7 +44,7 @@ def test_pack_corpus_writes_memory_mappable_shards(model, tmp_path):
         ]
         for language, text in (("en", SCRIPTS["Latin"]), ("el", SCRIPTS["Greek"]))
     })
-    manifest = pack_corpus(str(corpus), str(tok_dir), str(tmp_path / "data"), tokens_per_sample=64)
+    manifest = pack_corpus(str(corpus), str(tok_dir), str(tmp_path / "data"), PackConfig(tokens_per_sample=64))
     saved = json.loads((tmp_path / "data" / "manifest.json").read_text())
     assert saved == json.loads(json.dumps(manifest)) and saved["tokens_per_sample"] == 64
     tokens, index = load_blocks(str(tmp_path / "data"), "el")
