@@ -28,7 +28,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test bench-pipeline bench-perplexity bench-stream bench-train worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -87,11 +87,14 @@ corpus: $(VENV)/.installed
 	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
 endif
 
+# How languages are mixed wherever they are (tokenizer training, pretraining): alpha (the default), pooled or unimax.
+SAMPLING ?=
+
 # The shared SentencePiece vocabulary, trained on text the language sampler draws from the corpus.
 TOK   ?= out/tokenizer
 VOCAB ?= 250000
 tokenizer: corpus
-	$(PY) -m tokenizer train --corpus $(OUT) --out $(TOK) --vocab-size $(VOCAB)
+	$(PY) -m tokenizer train --corpus $(OUT) --out $(TOK) --vocab-size $(VOCAB) $(if $(SAMPLING),--sampling $(SAMPLING))
 
 # Training blocks of TOKENS_PER_SAMPLE ids per language, for the trainer.
 DATA ?= out/data
@@ -106,11 +109,24 @@ CONFIG    ?= tiny
 MAX_STEPS ?= 300
 TRAIN_ARGS ?=
 pretrain: tokenize
-	$(PY) -m pretrain train --config $(CONFIG) --data $(DATA) --out $(RUN) --max-steps $(MAX_STEPS) --total-steps $(MAX_STEPS) $(if $(RESUME),--resume) $(TRAIN_ARGS)
+	$(PY) -m pretrain train --config $(CONFIG) --data $(DATA) --out $(RUN) --max-steps $(MAX_STEPS) --total-steps $(MAX_STEPS) $(if $(SAMPLING),--sampling $(SAMPLING)) $(if $(RESUME),--resume) $(TRAIN_ARGS)
 	$(PY) -m pretrain plot $(RUN)
 
 test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The inner loop: everything but the whole-job and multi-process tests (pytest -m "not slow").
+test-fast: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# Lint and formatting, as CI checks them (ruff, pinned in the test extra); `make format` fixes both.
+quality: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 bench-pipeline: $(VENV)/.installed
 	$(PY) bench/pipeline.py

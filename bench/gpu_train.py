@@ -7,6 +7,7 @@ prints one line per precision: step time, tokens/s, model FLOP/s and MFU, the mo
 GPU's peak dense bf16/fp16 FLOP/s (known GPUs below, or --peak-tflops). Model FLOPs as
 bench/train.py counts them: the LM head only at the masked positions, where this trainer runs it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,11 +17,11 @@ import sys
 import time
 
 import torch
+from train import describe_flops, flops_per_token, random_batch
 
 from pretrain.dist import Dist
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
 from pretrain.train import make_optimizer, train_config, train_step
-from train import describe_flops, flops_per_token, random_batch
 
 # Peak dense (no sparsity) bf16 = fp16 tensor-core TFLOP/s, by device-name pattern, first match wins.
 PEAK_TFLOPS = [
@@ -51,8 +52,10 @@ def run(args, config: ModelConfig, precision: str, device: torch.device, peak_tf
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     step_model = torch.compile(model) if args.compile else model
     # All batches built before timing: the trainer masks on the CPU while the GPU works.
-    batches = [tuple(t.to(device) for t in random_batch(config, args.batch, args.length, seed)[:3])
-               for seed in range(args.warmup + args.steps)]
+    batches = [
+        tuple(t.to(device) for t in random_batch(config, args.batch, args.length, seed)[:3])
+        for seed in range(args.warmup + args.steps)
+    ]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     dist = Dist(device=device)
 
@@ -72,13 +75,17 @@ def run(args, config: ModelConfig, precision: str, device: torch.device, peak_tf
     masked_fraction = sum(int(masked.sum()) for _, masked, _ in batches[args.warmup :]) / tokens
     flops = flops_per_token(config, args.length, masked_fraction) * tokens / seconds
     mfu = f"MFU {100 * flops / (peak_tflops * 1e12):5.1f}%" if peak_tflops else "MFU n/a (no --peak-tflops)"
-    memory = f" | peak memory {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB" if device.type == "cuda" else ""
+    memory = (
+        f" | peak memory {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB" if device.type == "cuda" else ""
+    )
     del model, step_model, optimizer, batches  # the next precision starts from an empty GPU
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return (f"{precision}: {seconds / args.steps:.3f} s/step | {tokens / seconds:10,.0f} tokens/s | "
-            f"{flops / 1e12:7.2f} TFLOP/s | {mfu}{memory}" + (f" | {skipped} skipped (fp16 overflow)" if skipped else ""))
+    return (
+        f"{precision}: {seconds / args.steps:.3f} s/step | {tokens / seconds:10,.0f} tokens/s | "
+        f"{flops / 1e12:7.2f} TFLOP/s | {mfu}{memory}" + (f" | {skipped} skipped (fp16 overflow)" if skipped else "")
+    )
 
 
 def main(argv=None) -> int:
@@ -104,9 +111,11 @@ def main(argv=None) -> int:
         device, name = torch.device("cpu"), "CPU"
     peak, label = (args.peak_tflops, name) if args.peak_tflops else known_peak(name)
     config = model_config(args.config, args.vocab)
-    print(f"{name}: model {args.config}, vocabulary {args.vocab:,}, {args.batch} x {args.length} tokens per step, "
-          f"{args.steps} steps after {args.warmup} warm-up{', compiled' if args.compile else ''}; "
-          f"peak {f'{peak:.0f} TFLOP/s ({label})' if peak else 'unknown'}")
+    print(
+        f"{name}: model {args.config}, vocabulary {args.vocab:,}, {args.batch} x {args.length} tokens per step, "
+        f"{args.steps} steps after {args.warmup} warm-up{', compiled' if args.compile else ''}; "
+        f"peak {f'{peak:.0f} TFLOP/s ({label})' if peak else 'unknown'}"
+    )
     print(describe_flops(config, args.length) + ", here the masked fraction")
     for precision in args.precisions:
         print(run(args, config, precision, device, peak), flush=True)

@@ -8,6 +8,7 @@ then on the same generated web pages times, on one core, for each perplexity mod
 and prints documents/s for both and their ratio (target <= 1.2), then the whole mine job's
 documents/s with the stage on and off.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,10 +20,10 @@ import time
 
 import kenlm
 import sentencepiece
+from common import drop_lookup_tables, take_turns
 
 from ccnet_pipeline.cli import main as cli_main
 from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_reference_text, generate_sample
-from common import drop_lookup_tables, take_turns
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
 from filters.perplexity import PERPLEXITY_MODES, LanguageModel, model_paths
 from filters.train_lm import TrainLmConfig, train_language_model
@@ -40,8 +41,17 @@ def mine_seconds(sample_dir: str, output: str, *extra: str) -> float:
     process would."""
     shutil.rmtree(output, ignore_errors=True)
     drop_lookup_tables()
-    argv = ["mine", "--input", os.path.join(sample_dir, "*.warc.wet.gz"), "--output", output,
-            "--langs", "100", "--direct_num_workers=1", *extra]
+    argv = [
+        "mine",
+        "--input",
+        os.path.join(sample_dir, "*.warc.wet.gz"),
+        "--output",
+        output,
+        "--langs",
+        "100",
+        "--direct_num_workers=1",
+        *extra,
+    ]
     stdout, sys.stdout = sys.stdout, io.StringIO()
     try:
         start = time.perf_counter()
@@ -74,7 +84,10 @@ def main(argv=None) -> int:
 
     stage = {lang: LanguageModel(lm_dir, lang).load() for lang in LANGUAGES}
     raw = {
-        lang: (sentencepiece.SentencePieceProcessor(model_file=model_paths(lm_dir, lang)[0]), kenlm.Model(model_paths(lm_dir, lang)[1]))
+        lang: (
+            sentencepiece.SentencePieceProcessor(model_file=model_paths(lm_dir, lang)[0]),
+            kenlm.Model(model_paths(lm_dir, lang)[1]),
+        )
         for lang in LANGUAGES
     }
 
@@ -95,7 +108,10 @@ def main(argv=None) -> int:
             for sentence in sentences:
                 lm.score(" ".join(sp.encode(sentence, out_type=str)))
 
-    times = {mode: best_of(5, lambda: run_stage(mode), lambda: run_raw(mode)) for mode in PERPLEXITY_MODES}
+    times = {
+        mode: best_of(5, lambda mode=mode: run_stage(mode), lambda mode=mode: run_raw(mode))
+        for mode in PERPLEXITY_MODES
+    }
 
     sample_dir = os.path.join(args.workdir, "wet")
     if not os.path.isdir(sample_dir):
@@ -104,15 +120,23 @@ def main(argv=None) -> int:
     t_on = mine_seconds(sample_dir, os.path.join(args.workdir, "corpus-on"), "--lm-dir", lm_dir)
     total = sum(len(segment) for segment in generate_pages(config))
 
-    print(f"input: {n_docs} generated pages in {', '.join(LANGUAGES)} ({n_lines} lines); models trained on "
-          f"{args.reference_lines} generated lines per language")
+    print(
+        f"input: {n_docs} generated pages in {', '.join(LANGUAGES)} ({n_lines} lines); models trained on "
+        f"{args.reference_lines} generated lines per language"
+    )
     for mode, (t_stage, t_raw) in times.items():
         print(f"--perplexity {mode}:")
-        print(f"  SentencePiece+KenLM stage (normalize, pieces, score): {n_docs / t_stage:8.0f} docs/s/core ({t_stage:.2f} s)")
-        print(f"  raw sp.encode + kenlm.Model.score:                   {n_docs / t_raw:8.0f} docs/s/core ({t_raw:.2f} s)")
+        print(
+            f"  SentencePiece+KenLM stage (normalize, pieces, score): {n_docs / t_stage:8.0f} docs/s/core ({t_stage:.2f} s)"
+        )
+        print(
+            f"  raw sp.encode + kenlm.Model.score:                   {n_docs / t_raw:8.0f} docs/s/core ({t_raw:.2f} s)"
+        )
         print(f"  stage / raw time: {t_stage / t_raw:.2f}  (target <= 1.2)")
-    print(f"whole mine job, 1 worker, {total} pages: {total / t_off:.0f} docs/s without perplexity, "
-          f"{total / t_on:.0f} docs/s with --lm-dir ({t_off:.1f} s without, {t_on:.1f} s with)")
+    print(
+        f"whole mine job, 1 worker, {total} pages: {total / t_off:.0f} docs/s without perplexity, "
+        f"{total / t_on:.0f} docs/s with --lm-dir ({t_off:.1f} s without, {t_on:.1f} s with)"
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ every measurement in this process, as a fresh process would pay it (one-time loo
 included, Python imports excluded on both sides), the best of two runs;
 and prints documents/s and MB/s per core and the ratio of the whole (1 worker) to the sum of parts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,13 +24,13 @@ import time
 import fasttext
 import pyarrow as pa
 import pyarrow.parquet as pq
+from common import drop_lookup_tables
 from warcio.archiveiterator import ArchiveIterator
 
 from ccnet_pipeline.cli import main as cli_main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from filters.dedup import line_hashes
 from filters.document import ARROW_SCHEMA, make_document
-from common import drop_lookup_tables
 from filters.quality import quality_signals
 from lid.model import default_model_path
 
@@ -73,7 +74,15 @@ def main(argv=None) -> int:
 
     sample_dir = os.path.join(args.workdir, "wet")
     per_segment = args.documents // args.segments
-    config = SampleConfig(segments=args.segments, docs_per_segment=per_segment, paragraphs=(9, 18), junk_rate=0.0, mixed_rate=0.0, seed=7, bad_records=False)
+    config = SampleConfig(
+        segments=args.segments,
+        docs_per_segment=per_segment,
+        paragraphs=(9, 18),
+        junk_rate=0.0,
+        mixed_rate=0.0,
+        seed=7,
+        bad_records=False,
+    )
     marker = os.path.join(sample_dir, f".{args.segments}x{per_segment}")
     if not os.path.exists(marker):
         shutil.rmtree(sample_dir, ignore_errors=True)
@@ -87,13 +96,16 @@ def main(argv=None) -> int:
     mbytes = sum(len(text.encode("utf-8")) for _, text in pages) / 1e6
     sizes = sorted(len(text.encode("utf-8")) for _, text in pages)
     t_hash, _ = timed(lambda: [line_hashes(text.split("\n")) for _, text in pages])
+
     def predict_languages():
         model = fasttext.load_model(default_model_path())
         return [model.predict(text.replace("\n", ""), k=1) for _, text in pages]  # as --lid-mode ccnet reads it
 
     t_lid, _ = timed(predict_languages)
     docs = [
-        make_document(url=url, date_download="2019-02-16T04:15:08Z", digest="sha1:X", title="t", raw_content=text, cc_segment="s")
+        make_document(
+            url=url, date_download="2019-02-16T04:15:08Z", digest="sha1:X", title="t", raw_content=text, cc_segment="s"
+        )
         for url, text in pages
     ]
 
@@ -101,7 +113,9 @@ def main(argv=None) -> int:
 
     def write_parquet():
         with tempfile.TemporaryDirectory() as folder:
-            pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), os.path.join(folder, "x.parquet"), compression="zstd")
+            pq.write_table(
+                pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), os.path.join(folder, "x.parquet"), compression="zstd"
+            )
 
     t_write, _ = timed(write_parquet)
     parts = t_read + t_hash + t_quality + t_lid + t_write
@@ -113,18 +127,31 @@ def main(argv=None) -> int:
         beam_args = [f"--direct_num_workers={workers}"]
         if workers > 1:
             beam_args.append("--direct_running_mode=multi_processing")
-        argv = ["mine", "--input", os.path.join(sample_dir, "*.warc.wet.gz"), "--output", output, "--langs", "100", *beam_args]
+        argv = [
+            "mine",
+            "--input",
+            os.path.join(sample_dir, "*.warc.wet.gz"),
+            "--output",
+            output,
+            "--langs",
+            "100",
+            *beam_args,
+        ]
         sink = io.StringIO()
         stdout, sys.stdout = sys.stdout, sink
         try:
-            whole[workers], code = timed(lambda: cli_main(argv), before=lambda: shutil.rmtree(output, ignore_errors=True))
+            whole[workers], code = timed(
+                lambda argv=argv: cli_main(argv), before=lambda output=output: shutil.rmtree(output, ignore_errors=True)
+            )
         finally:
             sys.stdout = stdout
         if code != 0:
             raise SystemExit(f"mine failed with {workers} workers")
 
-    print(f"input: {len(paths)} WET files, {n_docs} documents, {mbytes:.1f} MB of text, "
-          f"median {sizes[len(sizes) // 2] / 1e3:.1f} KB (p10 {sizes[len(sizes) // 10] / 1e3:.1f}, p90 {sizes[9 * len(sizes) // 10] / 1e3:.1f})")
+    print(
+        f"input: {len(paths)} WET files, {n_docs} documents, {mbytes:.1f} MB of text, "
+        f"median {sizes[len(sizes) // 2] / 1e3:.1f} KB (p10 {sizes[len(sizes) // 10] / 1e3:.1f}, p90 {sizes[9 * len(sizes) // 10] / 1e3:.1f})"
+    )
     print(f"{'stage':42s} {'seconds':>8s} {'docs/s':>9s} {'MB/s':>7s}")
     rows = [
         ("warcio read (alone)", t_read),

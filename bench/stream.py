@@ -6,6 +6,7 @@
     packing them on the fly.
 Runs on the corpus, tokenizer and packed data of `make tokenize`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,8 @@ from tokenizer.xlmr import PAD
 
 def read_packed(data_dir: str, batch: int, repeats: int) -> tuple:
     """Tokens delivered by assembling [batch, tokens_per_sample] arrays from every block."""
-    manifest = json.load(open(os.path.join(data_dir, "manifest.json")))
+    with open(os.path.join(data_dir, "manifest.json")) as handle:
+        manifest = json.load(handle)
     width = manifest["tokens_per_sample"]
     shards = [load_blocks(data_dir, language) for language in sorted(manifest["languages"])]
     tokens = 0
@@ -58,11 +60,15 @@ def main(argv=None) -> int:
     parser.add_argument("--documents", type=int, default=3000)
     args = parser.parse_args(argv)
     tokens, seconds = read_packed(args.data, args.batch, repeats=20)
-    print(f"(a) pre-tokenized shards -> [{args.batch}, 512] batches: {tokens / seconds / 1e6:.1f} M tokens/s "
-          f"({tokens} tokens in {seconds:.2f} s; target >= 5 M)")
+    print(
+        f"(a) pre-tokenized shards -> [{args.batch}, 512] batches: {tokens / seconds / 1e6:.1f} M tokens/s "
+        f"({tokens} tokens in {seconds:.2f} s; target >= 5 M)"
+    )
     tokens, seconds = encode_on_the_fly(args.corpus, args.tokenizer, args.documents, 512)
-    print(f"(b) sample + encode + pack from Parquet: {tokens / seconds / 1e6:.2f} M tokens/s "
-          f"({tokens} tokens from {args.documents} documents in {seconds:.2f} s)")
+    print(
+        f"(b) sample + encode + pack from Parquet: {tokens / seconds / 1e6:.2f} M tokens/s "
+        f"({tokens} tokens from {args.documents} documents in {seconds:.2f} s)"
+    )
     return 0
 
 

@@ -11,6 +11,7 @@ weights. Checks first, without dropout, that the two give the same loss and grad
 the two in turns (one step of each per round) and prints the median step time of each, their
 ratio (target >= 1.5), tokens/s, model FLOPs per token and the FLOP/s achieved.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,9 +22,9 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from common import take_turns
 from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
-from common import take_turns
 from pretrain.data import FIRST_PIECE, masking_generator
 from pretrain.dist import Dist
 from pretrain.export import hf_config, to_hf
@@ -44,13 +45,19 @@ def flops_per_token(config: ModelConfig, length: int, head_fraction: float) -> f
     scores and values over T tokens, and 6·(H² + H·V) for the LM head (dense + decoder) at the
     fraction of tokens where it runs."""
     h = config.hidden
-    return 6 * encoder_weights(config) + 12 * config.layers * h * length + 6 * (h * h + h * config.vocab_size) * head_fraction
+    return (
+        6 * encoder_weights(config)
+        + 12 * config.layers * h * length
+        + 6 * (h * h + h * config.vocab_size) * head_fraction
+    )
 
 
 def describe_flops(config: ModelConfig, length: int) -> str:
-    return (f"flops/token = 6·N + 12·L·H·T + 6·(H² + H·V)·f with N = L·(4H² + 2H·F) = {encoder_weights(config) / 1e6:.1f}M "
-            f"encoder weights (embeddings excluded), L={config.layers} H={config.hidden} F={config.ffn} T={length} "
-            f"V={config.vocab_size}, f = fraction of tokens through the LM head")
+    return (
+        f"flops/token = 6·N + 12·L·H·T + 6·(H² + H·V)·f with N = L·(4H² + 2H·F) = {encoder_weights(config) / 1e6:.1f}M "
+        f"encoder weights (embeddings excluded), L={config.layers} H={config.hidden} F={config.ffn} T={length} "
+        f"V={config.vocab_size}, f = fraction of tokens through the LM head"
+    )
 
 
 def random_batch(config: ModelConfig, batch: int, length: int, seed: int):
@@ -118,7 +125,9 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--length", type=int, default=256, help="tokens per sequence")
     parser.add_argument("--steps", type=int, default=3, help="timed steps per model, after one warm-up step")
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="torch threads (default: all cores)")
+    parser.add_argument(
+        "--threads", type=int, default=len(os.sched_getaffinity(0)), help="torch threads (default: all cores)"
+    )
     parser.add_argument("--quick", action="store_true", help="sanity run: preset tiny, vocabulary 30,000")
     args = parser.parse_args(argv)
     if args.quick:
@@ -133,10 +142,14 @@ def main(argv=None) -> int:
     ours = XLMRModel(config)
     hf = hf_model(ours)
     ours_loss, hf_loss, grad_diff = check_same(ours, hf, inputs, masked, targets, labels)
-    print(f"model {args.config}, vocabulary {args.vocab:,}: {ours.num_parameters():,} parameters; batch {args.batch} x {args.length} "
-          f"tokens, {n_masked} masked; fp32, dropout {config.dropout}, {args.threads} threads")
-    print(f"initial loss without dropout: ours {ours_loss:.6f}, HF {hf_loss:.6f} (|diff| {abs(ours_loss - hf_loss):.1e}); "
-          f"embedding gradient max diff {grad_diff:.1e} of its largest entry")
+    print(
+        f"model {args.config}, vocabulary {args.vocab:,}: {ours.num_parameters():,} parameters; batch {args.batch} x {args.length} "
+        f"tokens, {n_masked} masked; fp32, dropout {config.dropout}, {args.threads} threads"
+    )
+    print(
+        f"initial loss without dropout: ours {ours_loss:.6f}, HF {hf_loss:.6f} (|diff| {abs(ours_loss - hf_loss):.1e}); "
+        f"embedding gradient max diff {grad_diff:.1e} of its largest entry"
+    )
     if abs(ours_loss - hf_loss) > 1e-4:
         raise RuntimeError("the two models disagree: the comparison would not be of the same model")
 
@@ -145,18 +158,27 @@ def main(argv=None) -> int:
     for group in ours_opt.param_groups + hf_opt.param_groups:
         group["lr"] = train_cfg.lr
     scaler = torch.amp.GradScaler("cpu", enabled=False)
-    ours_s, hf_s = time_steps([
-        lambda: train_step(ours, ours_opt, scaler, [(inputs, masked, targets)], Dist(), "fp32", train_cfg.clip_norm),
-        lambda: hf_step(hf, hf_opt, inputs, labels, train_cfg.clip_norm),
-    ], args.steps)
+    ours_s, hf_s = time_steps(
+        [
+            lambda: train_step(
+                ours, ours_opt, scaler, [(inputs, masked, targets)], Dist(), "fp32", train_cfg.clip_norm
+            ),
+            lambda: hf_step(hf, hf_opt, inputs, labels, train_cfg.clip_norm),
+        ],
+        args.steps,
+    )
 
     print(describe_flops(config, args.length))
     for name, seconds, fraction in (("ours", ours_s, n_masked / tokens), ("HF", hf_s, 1.0)):
         flops = flops_per_token(config, args.length, fraction)
-        print(f"{name:>4}: {seconds:7.3f} s/step (median of {args.steps}) | {tokens / seconds:8,.0f} tokens/s | "
-              f"f = {fraction:.3f}: {flops / 1e9:.3f} GFLOP/token | {flops * tokens / seconds / 1e9:6.1f} GFLOP/s")
-    print(f"speed-up: HF step / ours = {hf_s / ours_s:.2f}x (target >= 1.5x); "
-          f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GiB")
+        print(
+            f"{name:>4}: {seconds:7.3f} s/step (median of {args.steps}) | {tokens / seconds:8,.0f} tokens/s | "
+            f"f = {fraction:.3f}: {flops / 1e9:.3f} GFLOP/token | {flops * tokens / seconds / 1e9:6.1f} GFLOP/s"
+        )
+    print(
+        f"speed-up: HF step / ours = {hf_s / ours_s:.2f}x (target >= 1.5x); "
+        f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GiB"
+    )
     return 0
 
 

@@ -7,6 +7,7 @@ reads CCNet's output, or CCNet's output as Dolma wraps it (the text in ``text``,
 under ``metadata``), back into this project's documents; every line it cannot use becomes a
 ``BadRecord`` and the others are kept.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -24,9 +25,22 @@ from lid.languages import map_label
 
 # CCNet's output fields, in the order cc_net/mine.py's steps add them (parse, dedup, lid, lm, bucket).
 CCNET_FIELDS = (
-    "url", "date_download", "digest", "length", "nlines", "source_domain", "title", "raw_content",
-    "cc_segment", "original_nlines", "original_length", "line_ids", "language", "language_score",
-    "perplexity", "bucket",
+    "url",
+    "date_download",
+    "digest",
+    "length",
+    "nlines",
+    "source_domain",
+    "title",
+    "raw_content",
+    "cc_segment",
+    "original_nlines",
+    "original_length",
+    "line_ids",
+    "language",
+    "language_score",
+    "perplexity",
+    "bucket",
 )
 
 
@@ -48,10 +62,10 @@ def to_ccnet(doc: Document) -> Dict:
 
 def from_ccnet(record: Dict) -> Document:
     """A document from CCNet's record (or Dolma's wrapping of one). Length and line counts
-    describe the text as given; ``original_*`` come from the record; ``line_ids`` are kept only
-    when they number the text's lines; the language is mapped to its XLM-R code; the quality
-    signals are computed. Raises ValueError naming what is missing or malformed (a language
-code and a bucket are required to be plain names: they become folder names)."""
+        describe the text as given; ``original_*`` come from the record; ``line_ids`` are kept only
+        when they number the text's lines; the language is mapped to its XLM-R code; the quality
+        signals are computed. Raises ValueError naming what is missing or malformed (a language
+    code and a bucket are required to be plain names: they become folder names)."""
     if isinstance(record.get("metadata"), dict) and "text" in record:
         fields, text = record["metadata"], record["text"]
     else:
@@ -125,14 +139,34 @@ def read_ccnet_file(stream: BinaryIO, name: str) -> Iterator[Tuple[int, Union[Do
                 if not isinstance(record, dict):
                     raise ValueError(f"a JSON {type(record).__name__}, not an object")
             except ValueError as error:  # JSONDecodeError and UnicodeDecodeError included
-                yield number, BadRecord(BadKind.INVALID_JSON.value, name, where, "", str(error)[:500], line[:QUARANTINE_PAYLOAD_BYTES])
+                yield (
+                    number,
+                    BadRecord(
+                        BadKind.INVALID_JSON.value, name, where, "", str(error)[:500], line[:QUARANTINE_PAYLOAD_BYTES]
+                    ),
+                )
                 continue
             try:
                 yield number, from_ccnet(record)
             except ValueError as error:
-                yield number, BadRecord(BadKind.MALFORMED_RECORD.value, name, where, "", str(error)[:500], line[:QUARANTINE_PAYLOAD_BYTES])
+                yield (
+                    number,
+                    BadRecord(
+                        BadKind.MALFORMED_RECORD.value,
+                        name,
+                        where,
+                        "",
+                        str(error)[:500],
+                        line[:QUARANTINE_PAYLOAD_BYTES],
+                    ),
+                )
     except EOFError as error:
-        yield number + 1, BadRecord(BadKind.TRUNCATED_GZIP.value, name, offset, "", f"file ends inside the gzip stream: {error}", b"")
+        yield (
+            number + 1,
+            BadRecord(
+                BadKind.TRUNCATED_GZIP.value, name, offset, "", f"file ends inside the gzip stream: {error}", b""
+            ),
+        )
     except (gzip.BadGzipFile, zlib.error) as error:
         yield number + 1, BadRecord(BadKind.CORRUPT_GZIP.value, name, offset, "", f"corrupt gzip stream: {error}", b"")
 

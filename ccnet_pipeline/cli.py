@@ -2,6 +2,7 @@
 
 Every flag ``mine`` or ``import-ccnet`` does not know is passed to Beam unchanged (``--runner=DataflowRunner``,
 ``--direct_num_workers=2 --direct_running_mode=multi_processing``, ...)."""
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,11 @@ def _mine_parser(sub) -> None:
     source.add_argument("--dump", help="a CommonCrawl dump, e.g. CC-MAIN-2019-09: download what is missing, then mine")
     add_config_arguments(mine, MineConfig)
     _download_arguments(mine)
-    mine.add_argument("--overwrite", action="store_true", help="replace what --output holds when it is another job's output (the same job resumes)")
+    mine.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace what --output holds when it is another job's output (the same job resumes)",
+    )
 
 
 def _download_arguments(parser) -> None:
@@ -76,9 +81,13 @@ def _download(args) -> List[str]:
 
 
 def _import_parser(sub) -> None:
-    imported = sub.add_parser("import-ccnet", help="CCNet output (or Dolma-wrapped CCNet) -> this project's Parquet corpus")
+    imported = sub.add_parser(
+        "import-ccnet", help="CCNet output (or Dolma-wrapped CCNet) -> this project's Parquet corpus"
+    )
     add_config_arguments(imported, ImportConfig)
-    imported.add_argument("--overwrite", action="store_true", help="replace what --output holds when it is another job's output")
+    imported.add_argument(
+        "--overwrite", action="store_true", help="replace what --output holds when it is another job's output"
+    )
 
 
 def _import(args, beam_args: List[str]) -> int:
@@ -106,7 +115,9 @@ def _run_once(output: str, run_job) -> int:
 
 def _print_summary(stats: Dict, output: str) -> None:
     print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {output}")
-    print(f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}")
+    print(
+        f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}"
+    )
     print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")
     for language, buckets in sorted(stats["output"].items()):
         counts = "".join(f"{buckets.get(b, {}).get('documents', 0):8d}" for b in ("head", "middle", "tail", "all"))
@@ -117,7 +128,9 @@ def _print_summary(stats: Dict, output: str) -> None:
 def _sample_parser(sub) -> None:
     sample = sub.add_parser("sample", help="generate the embedded multilingual WET sample")
     sample.add_argument("--output", required=True, help="folder for the generated *.warc.wet.gz")
-    sample.add_argument("--reference-lines", type=int, default=3000, help="clean lines per language in OUTPUT/reference/")
+    sample.add_argument(
+        "--reference-lines", type=int, default=3000, help="clean lines per language in OUTPUT/reference/"
+    )
     add_config_arguments(sample, SampleConfig)
 
 
@@ -153,9 +166,7 @@ def _check_language_models(lm_dir: str) -> None:
         return
     languages = available_languages(lm_dir)
     names = os.listdir(lm_dir)
-    halves = sorted(
-        {n.split(".")[0] for n in names if n.endswith((".sp.model", ".arpa.bin"))} - set(languages)
-    )
+    halves = sorted({n.split(".")[0] for n in names if n.endswith((".sp.model", ".arpa.bin"))} - set(languages))
     if halves:
         raise ValueError(f"{lm_dir}: {', '.join(halves)} lack(s) a .sp.model or .arpa.bin file")
     if not languages:
@@ -170,7 +181,7 @@ def _mine(args, beam_args: List[str]) -> int:
     inputs = tuple(_download(args)) if args.dump else (args.input,)
     config = build_config(MineConfig, given(args), {"input": inputs})
     config = dataclasses.replace(config, output=config.output.rstrip("/"))
-    LanguageIdentifier(storage.localize(config.lid.model_path)).model  # a missing or corrupt model fails here, not on a worker
+    LanguageIdentifier(storage.localize(config.lid.model_path)).model  # noqa: B018 -- a missing or corrupt model fails here, not on a worker
     if config.lm_dir:
         _check_language_models(config.lm_dir)
     if config.cutoffs_file:
@@ -187,7 +198,9 @@ def _sample(args) -> int:
     paths = generate_sample(args.output, config)
     reference = os.path.join(args.output, "reference")
     texts = generate_reference_text(reference, lines=args.reference_lines, seed=config.seed)
-    print(f"wrote {len(paths)} WET segments to {args.output} and reference text for {len(texts)} languages to {reference}")
+    print(
+        f"wrote {len(paths)} WET segments to {args.output} and reference text for {len(texts)} languages to {reference}"
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """The mine job's configuration: one typed dataclass, saved into every output's manifest."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,25 +12,35 @@ from filters.perplexity import PERPLEXITY_MODES, BucketConfig, PerplexityScorer,
 from filters.quality import QualityConfig, QualityFilter
 from filters.stage import Stage
 from lid.model import LanguageFilter, LidConfig
-from toolkit.corpus import OUTPUT_FORMATS
 from toolkit.cli import flag
+from toolkit.corpus import OUTPUT_FORMATS
 
 
 @dataclass(frozen=True)
 class MineConfig:
-    input: Tuple[str, ...] = field(metadata=flag(cli=False))  # WET files or globs (local or any Beam filesystem: gs://, s3://, hdfs://)
-    output: str = field(metadata=flag("--output"))  # corpus folder: <lang>/<bucket>/part-XXXXX.parquet, manifest.json, stats.json
+    input: Tuple[str, ...] = field(
+        metadata=flag(cli=False)
+    )  # WET files or globs (local or any Beam filesystem: gs://, s3://, hdfs://)
+    output: str = field(
+        metadata=flag("--output")
+    )  # corpus folder: <lang>/<bucket>/part-XXXXX.parquet, manifest.json, stats.json
     lid: LidConfig  # language ID model, threshold and selection
     dedup: DedupConfig  # line dedup mode, shuffle partitions and minimum document length
     quality: QualityConfig = QualityConfig()  # heuristic filters (all off by default)
     lm_dir: Optional[str] = None  # <lang>.sp.model + <lang>.arpa.bin; None: no perplexity, bucket "all"
-    perplexity: str = field(default="ccnet", metadata=flag(choices=PERPLEXITY_MODES))  # ccnet: the whole document normalized and scored as one sentence; lines: each line scored, sums over lines
+    perplexity: str = field(
+        default="ccnet", metadata=flag(choices=PERPLEXITY_MODES)
+    )  # ccnet: the whole document normalized and scored as one sentence; lines: each line scored, sums over lines
     buckets: BucketConfig = BucketConfig()  # head/tail percentiles
-    cutoffs_file: Optional[str] = field(default=None, metadata=flag("--cutoffs"))  # a CCNet cutoff.csv; none: cutoffs computed from the data
+    cutoffs_file: Optional[str] = field(
+        default=None, metadata=flag("--cutoffs")
+    )  # a CCNet cutoff.csv; none: cutoffs computed from the data
     read: ReadConfig = ReadConfig()  # input format and record-size cap
     segments_per_shard: int = 1  # input segments whose documents share one Parquet file per language
     keep_dropped: bool = False  # also write dropped documents to quarantine/dropped/<reason>/
-    output_format: str = field(default="parquet", metadata=flag(choices=tuple(OUTPUT_FORMATS)))  # parquet: <lang>/<bucket>/part-XXXXX.parquet; ccnet: CCNet's <lang>_<bucket>_XXXX.json.gz
+    output_format: str = field(
+        default="parquet", metadata=flag(choices=tuple(OUTPUT_FORMATS))
+    )  # parquet: <lang>/<bucket>/part-XXXXX.parquet; ccnet: CCNet's <lang>_<bucket>_XXXX.json.gz
 
     def __post_init__(self):
         if not self.input or not all(self.input):
@@ -56,7 +67,9 @@ class MineConfig:
 
 @dataclass(frozen=True)
 class ImportConfig:
-    input: Tuple[str, ...] = field(metadata=flag("--input", parse=lambda glob: (glob,)))  # a glob of CCNet output files (<lang>_<bucket>_NNNN.json.gz) or Dolma-wrapped CCNet
+    input: Tuple[str, ...] = field(
+        metadata=flag("--input", parse=lambda glob: (glob,))
+    )  # a glob of CCNet output files (<lang>_<bucket>_NNNN.json.gz) or Dolma-wrapped CCNet
     output: str = field(metadata=flag("--output"))  # corpus folder, the mine job's Parquet layout
 
     def __post_init__(self):

@@ -9,6 +9,7 @@ before the rename; 5xx, 429 (honouring Retry-After), time-outs and connection re
 with exponential backoff and jitter, other 4xx are not. A file already in the cache is not
 fetched again.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -23,6 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import requests
 from tqdm import tqdm
+
 from toolkit import storage
 from toolkit.cli import flag
 
@@ -147,8 +149,15 @@ class Downloader:
         missing = [r for r in relatives if not os.path.exists(os.path.join(self.config.cache, r))]
         if not missing:
             return []
-        self._bar = tqdm(total=0, unit="B", unit_scale=True, unit_divisor=1024, desc="download",
-                         disable=not self.config.progress, smoothing=0.1)
+        self._bar = tqdm(
+            total=0,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1024,
+            desc="download",
+            disable=not self.config.progress,
+            smoothing=0.1,
+        )
         try:
             with ThreadPoolExecutor(self.config.parallelism) as pool:
                 results = list(pool.map(self._fetch_with_retries, missing))
@@ -166,7 +175,12 @@ class Downloader:
                 return None
             except _Fatal as error:
                 return str(error)
-            except (_Retry, requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
+            except (
+                _Retry,
+                requests.ConnectionError,
+                requests.Timeout,
+                requests.exceptions.ChunkedEncodingError,
+            ) as error:
                 last = f"{type(error).__name__}: {error}"
                 if attempt == self.config.retries:
                     break

@@ -1,4 +1,5 @@
 """Main text of an HTML page (WARC input), with resiliparse. Plain Python, no Beam."""
+
 from __future__ import annotations
 
 import codecs

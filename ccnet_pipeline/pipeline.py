@@ -1,5 +1,6 @@
 """Build and run the mine job: read WET -> dedup -> language ID -> Parquet shards, manifest,
 stats and quarantine."""
+
 from __future__ import annotations
 
 import logging
@@ -49,17 +50,22 @@ def list_segments(patterns: Sequence[str]) -> List[str]:
     for pattern in patterns:
         entries = set(match_local(pattern) if not storage.is_remote(pattern) else storage.match(pattern))
         found_directories = {e for e in entries if e.endswith("/") or (not storage.is_remote(e) and os.path.isdir(e))}
-        found_unreadable = {e for e in entries - found_directories if not storage.is_remote(e) and not os.path.isfile(e)}
+        found_unreadable = {
+            e for e in entries - found_directories if not storage.is_remote(e) and not os.path.isfile(e)
+        }
         if not entries - found_directories - found_unreadable:
             matched = ", ".join(sorted(entries))
             raise FileNotFoundError(
-                f"the input glob matches no file: {pattern}" + (f" (only directories or broken links: {matched})" if matched else "")
+                f"the input glob matches no file: {pattern}"
+                + (f" (only directories or broken links: {matched})" if matched else "")
             )
         paths.update(entries - found_directories)
         directories.update(found_directories)
         unreadable.update(found_unreadable)
     if directories:
-        logging.warning("skipping %d directories the input glob matches: %s", len(directories), ", ".join(sorted(directories)))
+        logging.warning(
+            "skipping %d directories the input glob matches: %s", len(directories), ", ".join(sorted(directories))
+        )
     if unreadable:
         logging.warning(
             "%d input entries are not readable files (broken or looping links...), counted as unreadable_file: %s",
@@ -209,7 +215,9 @@ def execute(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str
     pipeline = beam.Pipeline(options=options)
     committed = committed_segments(config.output, segments)
     build(pipeline, config, segments, options.get_all_options(drop_default=True), committed)
-    logging.info("mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed))
+    logging.info(
+        "mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed)
+    )
     result = pipeline.run()
     result.wait_until_finish()
     mark_complete(config.output)
@@ -231,7 +239,9 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
     manifest, stats, quarantine); returns the stats it wrote."""
     options = pipeline_options(beam_args)
     pipeline = beam.Pipeline(options=options)
-    converted = pipeline | "Files" >> beam.Create(list(enumerate(files))) | "ImportCcnet" >> ImportCcnet(Layout(config.output))
+    converted = (
+        pipeline | "Files" >> beam.Create(list(enumerate(files))) | "ImportCcnet" >> ImportCcnet(Layout(config.output))
+    )
     (
         converted[KEPT]
         | "CollectSummaries" >> beam.combiners.ToList()

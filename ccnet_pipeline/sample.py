@@ -11,6 +11,7 @@ corrupt gzip member, invalid UTF-8, an empty record), all deterministic for a se
 random stream, no boilerplate, no spam), for training the reference language models that bucket
 the pages by perplexity.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,18 +27,34 @@ from toolkit import storage
 # selection of `make corpus`; Urdu and Icelandic are the low-resource ones; the last four
 # are there to be left out by that selection.
 LANGUAGE_MIX: Tuple[Tuple[str, str, str, float], ...] = (
-    ("en", "en", "en_US", 20.0), ("de", "de", "de_DE", 9.0), ("fr", "fr", "fr_FR", 8.0),
-    ("es", "es", "es_ES", 8.0), ("ru", "ru", "ru_RU", 7.0), ("zh", "zh", "zh_CN", 6.0),
-    ("ar", "ar", "ar_AA", 4.0), ("hi", "hi", "hi_IN", 3.0), ("ja", "ja", "ja_JP", 4.0),
-    ("vi", "vi", "vi_VN", 3.0), ("ur", "ur", "en_US", 1.2), ("is", "is", "is_IS", 1.0),
-    ("it", "it", "it_IT", 5.0), ("pl", "pl", "pl_PL", 4.0), ("tr", "tr", "tr_TR", 3.0),
+    ("en", "en", "en_US", 20.0),
+    ("de", "de", "de_DE", 9.0),
+    ("fr", "fr", "fr_FR", 8.0),
+    ("es", "es", "es_ES", 8.0),
+    ("ru", "ru", "ru_RU", 7.0),
+    ("zh", "zh", "zh_CN", 6.0),
+    ("ar", "ar", "ar_AA", 4.0),
+    ("hi", "hi", "hi_IN", 3.0),
+    ("ja", "ja", "ja_JP", 4.0),
+    ("vi", "vi", "vi_VN", 3.0),
+    ("ur", "ur", "en_US", 1.2),
+    ("is", "is", "is_IS", 1.0),
+    ("it", "it", "it_IT", 5.0),
+    ("pl", "pl", "pl_PL", 4.0),
+    ("tr", "tr", "tr_TR", 3.0),
     ("nl", "nl", "nl_NL", 3.0),
 )
 _NO_SPACE = {"zh", "ja"}
 _FULL_STOP = {"zh": "。", "ja": "。", "hi": "।", "ur": "۔", "ar": "."}
 JUNK_LINES = (
-    "404 Not Found", "Page not found", "Loading...", "Please enable JavaScript to view this page.",
-    "Access denied", "Redirecting...", "Log in", "Error 503 Service Unavailable",
+    "404 Not Found",
+    "Page not found",
+    "Loading...",
+    "Please enable JavaScript to view this page.",
+    "Access denied",
+    "Redirecting...",
+    "Log in",
+    "Error 503 Service Unavailable",
 )
 
 
@@ -94,7 +111,9 @@ class _Language:
         return f"{' '.join(words)} {code} {self.rng.randint(1, 999)},{self.rng.randint(0, 99):02d} {self.faker.currency_code()}"
 
 
-def _sites(rng: random.Random, languages: Dict[str, _Language], count: int) -> List[Tuple[str, str, List[str], List[str]]]:
+def _sites(
+    rng: random.Random, languages: Dict[str, _Language], count: int
+) -> List[Tuple[str, str, List[str], List[str]]]:
     """(language, domain, header lines, footer lines) per site."""
     codes = list(languages)
     weights = [share for _, _, _, share in LANGUAGE_MIX]

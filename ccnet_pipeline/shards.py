@@ -1,6 +1,7 @@
 """Writing documents to files: Parquet row by row in row groups, and a shard's files per
 language and bucket (Parquet, or CCNet's gzip JSON lines). No Beam; every file is written
 under a temporary name and renamed (``toolkit.storage``)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -68,7 +69,7 @@ class ShardWriter:
         self.files: Dict[Tuple[str, str], Dict] = {}
         self.stack = contextlib.ExitStack()
 
-    def __enter__(self) -> "ShardWriter":
+    def __enter__(self) -> ShardWriter:
         return self
 
     def __exit__(self, *error) -> bool:
@@ -92,8 +93,14 @@ class ShardWriter:
             writer = ParquetRowWriter(stream)
             self.stack.callback(writer.close)
             add = writer.add
-        file = self.files[(language, bucket)] = {"path": relative, "language": language, "bucket": bucket,
-                                                  "documents": 0, "characters": 0, "add": add}
+        file = self.files[(language, bucket)] = {
+            "path": relative,
+            "language": language,
+            "bucket": bucket,
+            "documents": 0,
+            "characters": 0,
+            "add": add,
+        }
         return file
 
     @property

@@ -3,6 +3,7 @@
 Because every number comes from committed data, a job resumed after a crash reports exactly what
 an uninterrupted one does: the segments committed before the crash bring their counts along.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -42,7 +43,10 @@ class SegmentCounts:
 
 
 def segment_counters(
-    kept: Sequence[Document], dropped: Sequence[Tuple[str, Document]], bad: Sequence[BadRecord], stages: Mapping[str, str]
+    kept: Sequence[Document],
+    dropped: Sequence[Tuple[str, Document]],
+    bad: Sequence[BadRecord],
+    stages: Mapping[str, str],
 ) -> Dict[str, int]:
     """One segment's counters from its kept and dropped documents (``stages`` names the stage
     of each drop reason) and bad records."""
@@ -59,7 +63,11 @@ def segment_counters(
 def file_counters(summary: Dict) -> Dict[str, int]:
     """The counters of one written file (its summary: path, language, bucket, documents, characters)."""
     key = f"{summary['language']}/{summary['bucket']}"
-    return {f"output/documents/{key}": summary["documents"], f"output/characters/{key}": summary["characters"], "output/files": 1}
+    return {
+        f"output/documents/{key}": summary["documents"],
+        f"output/characters/{key}": summary["characters"],
+        "output/files": 1,
+    }
 
 
 def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
@@ -73,12 +81,15 @@ def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
     counters = dict(sorted(totals.items()))
 
     def with_prefix(prefix: str) -> Dict[str, int]:
-        return {k[len(prefix):]: v for k, v in counters.items() if k.startswith(prefix)}
+        return {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
 
     output: Dict[str, Dict] = {}
     for key, value in with_prefix("output/documents/").items():
         language, bucket = key.split("/")
-        output.setdefault(language, {})[bucket] = {"documents": value, "characters": counters[f"output/characters/{key}"]}
+        output.setdefault(language, {})[bucket] = {
+            "documents": value,
+            "characters": counters[f"output/characters/{key}"],
+        }
     return {
         "segments": counters.get("read/segments", 0),
         "documents_read": counters.get("read/documents", 0),

@@ -18,13 +18,14 @@ its documents with perplexity, its quarantine and last its marker. A rerun reads
 committed and mines only the other segments; bucketing and the final shards are always rebuilt
 from the committed documents, so they come out the same.
 """
+
 from __future__ import annotations
 
 import io
 import json
 import os
 import stat
-from functools import lru_cache
+from functools import cache
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import apache_beam as beam
@@ -46,10 +47,8 @@ from filters.dedup import (
     split_by_partition,
 )
 from filters.document import ARROW_SCHEMA, segment_name
-from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, PerplexityScorer, bucket
-from filters.quality import QualityConfig, QualityFilter
+from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, bucket
 from filters.stage import Stage, apply_stages
-from lid.model import LanguageFilter, LidConfig
 from toolkit import storage
 from toolkit.corpus import Layout
 
@@ -58,7 +57,7 @@ PROGRESS = "progress"  # live counters of the stages
 KEPT, DROPPED, BAD, SEEN, COUNTERS, PERPLEXITIES = "kept", "dropped", "bad", "seen", "counters", "perplexities"
 
 
-@lru_cache(maxsize=None)
+@cache
 def counter(name: str, namespace: str = NAMESPACE):
     """The Beam counter ``<namespace>:<name>``, made once per name and process."""
     return Metrics.counter(namespace, name)
@@ -85,7 +84,9 @@ def read_segment_items(read, path: str) -> Iterator[Tuple[int, Item]]:
                 yield record, item
                 next_record = record + 1
     except OSError as error:
-        detail = f"cannot read {path}: {error.strerror or error}" + (f" (after {next_record} records)" if next_record else "")
+        detail = f"cannot read {path}: {error.strerror or error}" + (
+            f" (after {next_record} records)" if next_record else ""
+        )
         yield next_record, BadRecord(BadKind.UNREADABLE_FILE.value, segment_name(path), 0, "", detail, b"")
 
 
@@ -124,32 +125,6 @@ class ApplyStage(beam.PTransform):
 
     def expand(self, docs):
         return docs | "Apply" >> beam.ParDo(RunStage(self.stage)).with_outputs(DROPPED, main=KEPT)
-
-
-class QualitySignals(ApplyStage):
-    """The heuristic signal columns; with thresholds set, the documents that fail one leave
-    on ``dropped`` with the signal named."""
-
-    def __init__(self, config: QualityConfig):
-        super().__init__(QualityFilter(config))
-
-
-class LanguageId(ApplyStage):
-    """``language``/``language_score``; documents below the threshold or of a language not
-    selected leave on ``dropped``."""
-
-    def __init__(self, config: LidConfig):
-        super().__init__(LanguageFilter(config))
-
-
-class Perplexity(ApplyStage):
-    """``perplexity`` in ``mode`` under the document's language model (null without one)."""
-
-    def __init__(self, lm_dir: str, mode: str = "ccnet"):
-        super().__init__(PerplexityScorer(lm_dir, mode))
-
-    def expand(self, docs):
-        return super().expand(docs)[KEPT]  # scoring drops nothing
 
 
 # --- Deduplicate -------------------------------------------------------------------------
@@ -214,7 +189,9 @@ class RemoveDuplicateLines(beam.DoFn):
             if isinstance(item, BadRecord):
                 yield beam.pvalue.TaggedOutput(BAD, (index, item))
             else:
-                yield run_stages((DuplicateLineRemoval(removed.get(record, frozenset())), self.min_length), (index, record), item)
+                yield run_stages(
+                    (DuplicateLineRemoval(removed.get(record, frozenset())), self.min_length), (index, record), item
+                )
 
 
 class Deduplicate(beam.PTransform):
@@ -238,9 +215,15 @@ class Deduplicate(beam.PTransform):
             | "GroupByPartition" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.FlatMap(find_duplicates, self.config.mode)
         )
-        return {"path": to_mine, "removed": removed} | "JoinBySegment" >> beam.CoGroupByKey() | (
-            "RemoveLines"
-            >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.read)).with_outputs(DROPPED, BAD, SEEN, main=KEPT)
+        return (
+            {"path": to_mine, "removed": removed}
+            | "JoinBySegment" >> beam.CoGroupByKey()
+            | (
+                "RemoveLines"
+                >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.read)).with_outputs(
+                    DROPPED, BAD, SEEN, main=KEPT
+                )
+            )
         )
 
 
@@ -323,7 +306,9 @@ class CommitSegment(beam.DoFn):
             compression="lz4",  # read once more and deleted: speed over size
         )
         counters = segment_counters([doc for _, doc in kept], [entry for _, entry in dropped], bad, self.stages)
-        storage.write_text(self.layout.marker(index), json.dumps({"index": index, "path": path, "counters": counters}, sort_keys=True))
+        storage.write_text(
+            self.layout.marker(index), json.dumps({"index": index, "path": path, "counters": counters}, sort_keys=True)
+        )
         raise_counters(counters)
         yield index
         yield beam.pvalue.TaggedOutput(COUNTERS, counters)
@@ -419,7 +404,12 @@ class WriteShards(beam.PTransform):
     of documents) once every segment is in. Returns the file summaries."""
 
     def __init__(
-        self, layout: Layout, segments_per_shard: int, buckets: Optional[BucketConfig], cutoffs, output_format: str = "parquet"
+        self,
+        layout: Layout,
+        segments_per_shard: int,
+        buckets: Optional[BucketConfig],
+        cutoffs,
+        output_format: str = "parquet",
     ):
         super().__init__()
         self.layout = layout

@@ -7,17 +7,17 @@ costs the rest of the file. CommonCrawl writes each record as its own gzip membe
 a corrupt member is skipped by resynchronizing on the next member that starts a WARC record.
 The numbering is deterministic, which the two dedup passes rely on.
 """
+
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import io
 import re
 import zlib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import BinaryIO, Dict, Iterable, Iterator, Optional, Tuple, Union
+from typing import BinaryIO, Iterator, Optional, Tuple, Union
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -41,7 +41,9 @@ class BadKind(str, Enum):
     EMPTY_FILE = "empty_file"  # a zero-length file
     CORRUPT_GZIP = "corrupt_gzip"  # a gzip member that does not decompress (garbage bytes included)
     TRUNCATED_GZIP = "truncated_gzip"  # the file ends inside a gzip member
-    MALFORMED_RECORD = "malformed_record"  # bytes that do not parse as a WARC record (import-ccnet: a record without its text or url)
+    MALFORMED_RECORD = (
+        "malformed_record"  # bytes that do not parse as a WARC record (import-ccnet: a record without its text or url)
+    )
     UNSUPPORTED_VERSION = "unsupported_version"  # a WET record whose version is not WARC/1.0 or 1.1 (e.g. WARC/0.18)
     MISSING_HEADER = "missing_header"  # a record without WARC-Target-URI or WARC-Date
     NON_CONVERSION = "non_conversion"  # a record other than warcinfo/conversion inside a WET file (a WARC given as WET)
@@ -203,7 +205,7 @@ class SegmentReader:
     def bad(self, kind: BadKind, offset: int, detail: str, payload: bytes = b"", record_id: str = "") -> BadRecord:
         return BadRecord(kind.value, self.cc_segment, offset, record_id, detail, payload[:QUARANTINE_PAYLOAD_BYTES])
 
-    def parse(self, record, iterator: "_ArchiveIterator", base_offset: int) -> Entry:
+    def parse(self, record, iterator: _ArchiveIterator, base_offset: int) -> Entry:
         """One warcio record as an entry; its item is None for a record the format skips
         (warcinfo; in WARC input requests, metadata and non-HTML responses)."""
         errors_before = iterator.err_count
@@ -219,15 +221,23 @@ class SegmentReader:
             while stream.read(1 << 20):  # drained, never held whole
                 pass
             detail = f"Content-Length {declared} over the cap of {self.max_record_bytes} bytes"
-            return record_id, offset(), self.bad(BadKind.RECORD_TOO_LARGE, offset(), detail, headers.to_bytes(), record_id)
+            return (
+                record_id,
+                offset(),
+                self.bad(BadKind.RECORD_TOO_LARGE, offset(), detail, headers.to_bytes(), record_id),
+            )
         content = record.content_stream().read()
         where = offset()
         overran = iterator.err_count > errors_before  # warcio found no blank line where the record should end
-        if not overran and (record.rec_type == "warcinfo" or (self.fmt == "warc" and not self.is_html_response(record))):
+        if not overran and (
+            record.rec_type == "warcinfo" or (self.fmt == "warc" and not self.is_html_response(record))
+        ):
             return record_id, where, None
         problem = self.header_problem(record, content, declared, overran)
         if problem is None:
-            title, body, digest = self.warc_body(record, content) if self.fmt == "warc" else self.wet_body(headers, content)
+            title, body, digest = (
+                self.warc_body(record, content) if self.fmt == "warc" else self.wet_body(headers, content)
+            )
             if isinstance(title, BadKind):
                 problem = (title, body)
             elif not body.strip() and not title.strip():
@@ -236,8 +246,12 @@ class SegmentReader:
             kind, detail = problem
             return record_id, where, self.bad(kind, where, detail, headers.to_bytes() + content, record_id)
         doc = make_document(
-            url=headers.get_header("WARC-Target-URI"), date_download=headers.get_header("WARC-Date"), digest=digest,
-            title=title, raw_content=body, cc_segment=self.cc_segment,
+            url=headers.get_header("WARC-Target-URI"),
+            date_download=headers.get_header("WARC-Date"),
+            digest=digest,
+            title=title,
+            raw_content=body,
+            cc_segment=self.cc_segment,
         )
         return record_id, where, doc
 
@@ -338,7 +352,9 @@ class SegmentReader:
                 continue
             if record_id and record_id in seen and not isinstance(item, BadRecord):
                 payload = item["raw_content"].encode("utf-8")
-                item = self.bad(BadKind.DUPLICATE_RECORD_ID, offset, f"{record_id} seen before in this file", payload, record_id)
+                item = self.bad(
+                    BadKind.DUPLICATE_RECORD_ID, offset, f"{record_id} seen before in this file", payload, record_id
+                )
             seen.add(record_id)
             yield index, item
             index += 1
@@ -346,7 +362,9 @@ class SegmentReader:
 
 @dataclass(frozen=True)
 class ReadConfig:
-    format: str = field(default="wet", metadata=flag("--format", choices=FORMATS))  # wet, or warc: the main text of HTML responses, charset honoured
+    format: str = field(
+        default="wet", metadata=flag("--format", choices=FORMATS)
+    )  # wet, or warc: the main text of HTML responses, charset honoured
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES  # larger records are quarantined unread
 
     def __post_init__(self):

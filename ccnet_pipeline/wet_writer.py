@@ -1,5 +1,6 @@
 """Writing CommonCrawl-style WET files (test fixtures, the generated sample), record by record
 as CommonCrawl does: a warcinfo record, then one gzip member per conversion record."""
+
 from __future__ import annotations
 
 import gzip
@@ -31,28 +32,31 @@ def raw_record(headers: Dict[str, str], payload: bytes, version: str = "WARC/1.0
     return gzip.compress(head.encode("utf-8") + payload + b"\r\n\r\n", mtime=0)
 
 
-def write_wet(
-    stream: BinaryIO, pages: Iterable[Union[WetPage, bytes]], filename: str = "sample.warc.wet.gz"
-) -> None:
+def write_wet(stream: BinaryIO, pages: Iterable[Union[WetPage, bytes]], filename: str = "sample.warc.wet.gz") -> None:
     """Write pages as a CommonCrawl-style WET file: a warcinfo record, then one gzip member per
     conversion record with WARC-Target-URI, WARC-Date, WARC-Refers-To and WARC-Block-Digest.
     A ``bytes`` item is written as it is (a raw gzip member, see ``raw_record``)."""
     writer = WARCWriter(stream, gzip=True, warc_version="WARC/1.0")
     info = b"software: xlmr-corpus\r\nformat: WARC File Format 1.0\r\n"
     # A fixed date and id (warcio's own warcinfo takes the clock), so that files are reproducible.
-    stream.write(raw_record({
-        "WARC-Type": "warcinfo",
-        "WARC-Date": "2019-02-16T00:00:00Z",
-        "WARC-Filename": filename,
-        "WARC-Record-ID": f"<urn:uuid:{_uuid(filename, 0, 'warcinfo')}>",
-        "Content-Type": "application/warc-fields",
-        "Content-Length": str(len(info)),
-    }, info))
+    stream.write(
+        raw_record(
+            {
+                "WARC-Type": "warcinfo",
+                "WARC-Date": "2019-02-16T00:00:00Z",
+                "WARC-Filename": filename,
+                "WARC-Record-ID": f"<urn:uuid:{_uuid(filename, 0, 'warcinfo')}>",
+                "Content-Type": "application/warc-fields",
+                "Content-Length": str(len(info)),
+            },
+            info,
+        )
+    )
     for number, page in enumerate(pages):
         if isinstance(page, bytes):
             stream.write(page)
             continue
-        payload = f"{page.title}\n{page.text}".encode("utf-8")
+        payload = f"{page.title}\n{page.text}".encode()
         digest = block_digest(payload)
         headers = {
             "WARC-Type": "conversion",

@@ -11,6 +11,7 @@ need all hashes in one place (the pipeline shuffles by hash partition between st
 2. ``find_removed_lines``: per hash partition, which positions hold a duplicated line;
 3. ``remove_lines``: per document, drop those lines.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,8 +36,12 @@ DEDUP_MODES = ("ccnet", "strict", "keep-first")
 
 @dataclass(frozen=True)
 class DedupConfig:
-    mode: str = field(default="ccnet", metadata=flag("--dedup", choices=DEDUP_MODES))  # ccnet: CCNet's key and rule; strict: the rule on a key without punctuation or spacing; keep-first: the first occurrence kept
-    hash_partitions: int = field(default=16, metadata=flag("--hash-partitions", "--hash-buckets"))  # shuffle partitions of the hash space: each dedup worker holds 1/N of all hashes
+    mode: str = field(
+        default="ccnet", metadata=flag("--dedup", choices=DEDUP_MODES)
+    )  # ccnet: CCNet's key and rule; strict: the rule on a key without punctuation or spacing; keep-first: the first occurrence kept
+    hash_partitions: int = field(
+        default=16, metadata=flag("--hash-partitions", "--hash-buckets")
+    )  # shuffle partitions of the hash space: each dedup worker holds 1/N of all hashes
     min_len: int = 300  # documents shorter than this (characters, after dedup) are dropped
 
     def __post_init__(self):
@@ -80,7 +85,9 @@ def segment_line_hashes(
     return np.concatenate(hash_chunks), np.concatenate(position_chunks)
 
 
-def split_by_partition(hashes: np.ndarray, positions: np.ndarray, partitions: int) -> List[Tuple[np.ndarray, np.ndarray]]:
+def split_by_partition(
+    hashes: np.ndarray, positions: np.ndarray, partitions: int
+) -> List[Tuple[np.ndarray, np.ndarray]]:
     """For each partition p, the (hashes, positions) whose ``hash % partitions == p``."""
     partition_of = hashes % np.uint64(partitions)
     order = np.argsort(partition_of, kind="stable")
@@ -91,9 +98,7 @@ def split_by_partition(hashes: np.ndarray, positions: np.ndarray, partitions: in
     ]
 
 
-def find_removed_lines(
-    parts: Iterable[Tuple[int, np.ndarray, np.ndarray]], mode: str
-) -> Dict[int, np.ndarray]:
+def find_removed_lines(parts: Iterable[Tuple[int, np.ndarray, np.ndarray]], mode: str) -> Dict[int, np.ndarray]:
     """Given every (segment index, hashes, positions) of one hash partition, the sorted positions
     to remove, per segment index.
 
@@ -133,10 +138,7 @@ def removed_lines_by_record(positions: np.ndarray) -> Dict[int, frozenset]:
     lines = positions & np.uint64(MAX_LINES - 1)
     unique, starts = np.unique(records, return_index=True)
     ends = np.append(starts[1:], len(positions))
-    return {
-        int(record): frozenset(lines[start:end].tolist())
-        for record, start, end in zip(unique, starts, ends)
-    }
+    return {int(record): frozenset(lines[start:end].tolist()) for record, start, end in zip(unique, starts, ends)}
 
 
 def remove_lines(doc: Document, removed: frozenset) -> Document:

@@ -4,6 +4,7 @@ Field names are CCNet's, so CCNet users and tools find what they expect. A docum
 plain dict (typed as ``Document``): dicts pass through Beam's fast coders and straight into
 ``pyarrow.Table.from_pylist``.
 """
+
 from __future__ import annotations
 
 import re
@@ -63,7 +64,7 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 FIELDS = tuple(ARROW_SCHEMA.names)
-assert FIELDS == tuple(Document.__annotations__), "schema and record must list the same fields"
+assert tuple(Document.__annotations__) == FIELDS, "schema and record must list the same fields"
 
 
 # The netloc of an absolute URL, as urllib.parse.urlsplit finds it (several times faster).

@@ -7,6 +7,7 @@ holds it to CCNet's outputs over every code point and real text in many scripts)
 ``normalize_for_lm`` is CCNet's ``normalize``, applied before its SentencePiece + KenLM models
 (training and scoring must match it exactly, so that CCNet's published models drop in).
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,10 +19,40 @@ import numpy as np
 
 # CCNet's text_normalizer.UNICODE_PUNCT: CJK and typographic punctuation mapped to ASCII.
 UNICODE_PUNCT = {
-    "，": ",", "。": ".", "、": ",", "„": '"', "”": '"', "“": '"', "«": '"', "»": '"', "１": '"',
-    "」": '"', "「": '"', "《": '"', "》": '"', "´": "'", "∶": ":", "：": ":", "？": "?", "！": "!",
-    "（": "(", "）": ")", "；": ";", "–": "-", "—": " - ", "．": ". ", "～": "~", "’": "'",
-    "…": "...", "━": "-", "〈": "<", "〉": ">", "【": "[", "】": "]", "％": "%", "►": "-",
+    "，": ",",
+    "。": ".",
+    "、": ",",
+    "„": '"',
+    "”": '"',
+    "“": '"',
+    "«": '"',
+    "»": '"',
+    "１": '"',
+    "」": '"',
+    "「": '"',
+    "《": '"',
+    "》": '"',
+    "´": "'",
+    "∶": ":",
+    "：": ":",
+    "？": "?",
+    "！": "!",
+    "（": "(",
+    "）": ")",
+    "；": ";",
+    "–": "-",
+    "—": " - ",
+    "．": ". ",
+    "～": "~",
+    "’": "'",
+    "…": "...",
+    "━": "-",
+    "〈": "<",
+    "〉": ">",
+    "【": "[",
+    "】": "]",
+    "％": "%",
+    "►": "-",
 }
 # CCNet's NON_PRINTING_CHARS: C0 and C1 control characters (tab and newline included).
 NON_PRINTING = [*range(0, 32), *range(127, 160)]

@@ -11,6 +11,7 @@ rounded to one decimal, in one of two modes:
 - ``lines``: each line normalized and scored as its own sentence, log-probabilities and token
   counts summed over the lines (what CCNet's ``DocLM`` computes on text that keeps its newlines).
 """
+
 from __future__ import annotations
 
 import csv
@@ -25,7 +26,6 @@ from filters.document import Document
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
 from toolkit import storage
 
-BUCKETS = ("head", "middle", "tail")
 NO_BUCKET = "all"  # documents without a model or without cutoffs for their language
 PERCENTILES = tuple(range(100))  # the rows of a CCNet cutoff.csv: 0..99
 PERPLEXITY_MODES = ("ccnet", "lines")
@@ -56,7 +56,7 @@ class LanguageModel:
         self._sp = None
         self._lm = None
 
-    def load(self) -> "LanguageModel":
+    def load(self) -> LanguageModel:
         if self._lm is None:
             import kenlm
             import sentencepiece
@@ -169,7 +169,9 @@ class BucketConfig:
 Cutoffs = Dict[str, List[float]]
 
 
-def bucket(perplexity: Optional[float], language: Optional[str], cutoffs: Mapping[str, Sequence[float]], config: BucketConfig) -> str:
+def bucket(
+    perplexity: Optional[float], language: Optional[str], cutoffs: Mapping[str, Sequence[float]], config: BucketConfig
+) -> str:
     """CCNet's PerplexityBucket: head below the head cutoff, middle below the tail cutoff,
     tail from the tail cutoff on."""
     values = cutoffs.get(language) if language else None
@@ -204,7 +206,9 @@ def read_cutoffs(path: str) -> Cutoffs:
         if percentile == len(PERCENTILES) and len(values) == len(languages):
             continue
         if percentile not in PERCENTILES or len(values) != len(languages):
-            raise ValueError(f"{path}:{number}: expected a percentile in 0..{PERCENTILES[-1]} and {len(languages)} numbers")
+            raise ValueError(
+                f"{path}:{number}: expected a percentile in 0..{PERCENTILES[-1]} and {len(languages)} numbers"
+            )
         seen.add(percentile)
         for lang, value in zip(languages, values):
             cutoffs[lang][percentile] = value

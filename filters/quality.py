@@ -8,6 +8,7 @@ Signals (columns of every output row):
   non_alpha_frac       share of non-space characters that are not letters (digits, symbols, punctuation)
   short_line_frac      share of lines shorter than SHORT_LINE characters
 """
+
 from __future__ import annotations
 
 import sys
@@ -58,7 +59,7 @@ def quality_signals(doc: Document) -> Dict[str, float]:
     text = doc["raw_content"]
     lines = text.split("\n") if text else []
     n = len(lines)
-    other, letters, spaces = _count_classes(text).tolist()
+    other, letters, _ = _count_classes(text).tolist()
     non_space = other + letters
     original = doc["original_nlines"]
     return {
@@ -87,10 +88,6 @@ class QualityConfig:
                 continue
             if value < 0 or (field.name != "min_mean_line_length" and value > 1):
                 raise ValueError(f"{field.name} must be a fraction in [0, 1], got {value}")
-
-    @property
-    def active(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in fields(self))
 
 
 def quality_drop_reason(signals: Dict[str, float], config: QualityConfig) -> Optional[str]:

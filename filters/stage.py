@@ -6,6 +6,7 @@ of them with one generic DoFn. A stage names the drop reasons it can give, so th
 (``<stage>/dropped/<reason>``) and the quarantine follow from the stages, not from a list kept
 by hand.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Protocol, Sequence, Tuple

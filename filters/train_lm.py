@@ -9,6 +9,7 @@ into pieces, estimates a 5-gram model with KenLM's ``lmplz`` and converts it wit
 ``DIR/xx.train.json`` with the config and counts. ``lmplz``/``build_binary`` come from
 ``make kenlm`` (``.kenlm/bin``), ``--kenlm-bin DIR``, ``$KENLM_BIN`` or the PATH.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,9 @@ PROJECT_KENLM_BIN = Path(__file__).resolve().parents[1] / ".kenlm" / "bin"
 @dataclass(frozen=True)
 class TrainLmConfig:
     language: str = field(metadata=flag("--lang"))  # the code models are named by, e.g. "en"
-    texts: Tuple[str, ...] = field(metadata=flag("--text", repeat=True))  # plain-text files, one sentence or paragraph per line (repeat the flag)
+    texts: Tuple[str, ...] = field(
+        metadata=flag("--text", repeat=True)
+    )  # plain-text files, one sentence or paragraph per line (repeat the flag)
     output: str = field(metadata=flag("--out"))  # folder for <lang>.sp.model, <lang>.arpa.bin, <lang>.train.json
     vocab_size: int = 65536  # SentencePiece pieces (CCNet's); a soft limit on small text
     order: int = 5  # n-gram order (CCNet's 5-gram)
@@ -110,7 +113,9 @@ def train_language_model(config: TrainLmConfig) -> dict:
                 out.write(" ".join(sp.encode_as_pieces(line.rstrip("\n"))) + "\n")
         arpa = os.path.join(work, "lm.arpa")
         with open(tokens, "rb") as stdin, open(arpa, "wb") as stdout:
-            _run([lmplz, "-o", str(config.order), "-S", config.memory, "-T", work, "--discount_fallback"], stdin, stdout)
+            _run(
+                [lmplz, "-o", str(config.order), "-S", config.memory, "-T", work, "--discount_fallback"], stdin, stdout
+            )
         binary = os.path.join(work, "lm.arpa.bin")
         _run([build_binary, arpa, binary], stdout=subprocess.DEVNULL)
         storage.publish(prefix + ".model", sp_final)
@@ -128,8 +133,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _train(config: TrainLmConfig) -> int:
     summary = train_language_model(config)
-    print(f"{config.language}: {summary['lines']} lines, {summary['pieces']} pieces -> "
-          f"{config.output}/{config.language}.sp.model, {config.language}.arpa.bin")
+    print(
+        f"{config.language}: {summary['lines']} lines, {summary['pieces']} pieces -> "
+        f"{config.output}/{config.language}.sp.model, {config.language}.arpa.bin"
+    )
     return 0
 
 

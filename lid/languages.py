@@ -6,6 +6,7 @@ XLM-R; lid.176 has no label for them (it says ``hi``, ``my``, ``zh`` or guesses 
 language), while script-aware models such as GlotLID and OpenLID (``__label__hin_Latn``,
 ``__label__zho_Hant``) do.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Tuple
@@ -76,6 +77,7 @@ assert len(XLMR_LANGUAGES) == 100
 XLMR_CODES: Tuple[str, ...] = tuple(lang.code for lang in XLMR_LANGUAGES)
 ROMANIZED_CODES = tuple(code for code in XLMR_CODES if code.endswith("_rom"))
 
+
 def _label_tables() -> Tuple[Dict[Tuple[str, str], str], Dict[str, str]]:
     """(ISO 639-3, script) -> XLM-R code, and ISO 639-3 -> XLM-R code (its first row)."""
     by_iso_and_script: Dict[Tuple[str, str], str] = {}
@@ -117,7 +119,5 @@ def parse_languages(spec: str) -> Tuple[str, ...]:
         raise ValueError("no language given: use 100 or a comma list such as en,fr,sw")
     unknown = [code for code in codes if code not in XLMR_CODES]
     if unknown:
-        raise ValueError(
-            f"unknown language code(s) {', '.join(unknown)}; valid XLM-R codes: {' '.join(XLMR_CODES)}"
-        )
+        raise ValueError(f"unknown language code(s) {', '.join(unknown)}; valid XLM-R codes: {' '.join(XLMR_CODES)}")
     return tuple(dict.fromkeys(codes))

@@ -4,6 +4,7 @@ Two modes. ``ccnet`` is CCNet's ``split_by_lang.Classifier``: newlines deleted (
 one line), top-1 label, its probability rounded to 2 decimals (numpy's rounding) before the
 threshold and stored rounded. ``spaced`` turns newlines into spaces, so that the last word of a
 line and the first of the next are not read as one word, and keeps the exact probability."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -35,10 +36,18 @@ def default_model_path() -> str:
 
 @dataclass(frozen=True)
 class LidConfig:
-    model_path: str = field(default_factory=default_model_path, metadata=flag("--lid-model"))  # any fastText LID model (lid.176, GlotLID, OpenLID), local or gs://
-    threshold: float = field(default=0.5, metadata=flag("--lang-threshold"))  # documents whose top label scores below this are dropped
-    languages: Tuple[str, ...] = field(default=XLMR_CODES, metadata=flag("--langs", parse=parse_languages))  # 100 (XLM-R's languages) or a comma list such as en,fr,sw
-    mode: str = field(default="ccnet", metadata=flag("--lid-mode", choices=LID_MODES))  # ccnet: newlines deleted, score rounded to 2 decimals; spaced: newlines as spaces, exact score
+    model_path: str = field(
+        default_factory=default_model_path, metadata=flag("--lid-model")
+    )  # any fastText LID model (lid.176, GlotLID, OpenLID), local or gs://
+    threshold: float = field(
+        default=0.5, metadata=flag("--lang-threshold")
+    )  # documents whose top label scores below this are dropped
+    languages: Tuple[str, ...] = field(
+        default=XLMR_CODES, metadata=flag("--langs", parse=parse_languages)
+    )  # 100 (XLM-R's languages) or a comma list such as en,fr,sw
+    mode: str = field(
+        default="ccnet", metadata=flag("--lid-mode", choices=LID_MODES)
+    )  # ccnet: newlines deleted, score rounded to 2 decimals; spaced: newlines as spaces, exact score
 
     def __post_init__(self):
         if self.mode not in LID_MODES:
@@ -107,7 +116,7 @@ class LanguageFilter:
             from toolkit.storage import localize
 
             self.identifier = LanguageIdentifier(localize(self.config.model_path), self.config.mode)
-            self.identifier.model  # loaded now rather than on the first document
+            self.identifier.model  # noqa: B018 -- loaded now rather than on the first document
 
     def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
         ((language, score),) = self.identifier.predict([doc["raw_content"]])

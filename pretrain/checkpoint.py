@@ -4,6 +4,7 @@ the run's config) and per rank the data stream's position (``rank<r>.json``) and
 (``rank<r>.rng.pt``). A checkpoint is written under a temporary name and renamed when complete,
 so a crash mid-save leaves the previous one as the latest.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,14 @@ def set_rng_state(state: Dict[str, torch.Tensor], device: torch.device) -> None:
 
 
 def save(
-    run_dir: str, step: int, dist: Dist, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-    state: Dict, data_state: Dict, keep: int = 2,
+    run_dir: str,
+    step: int,
+    dist: Dist,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    state: Dict,
+    data_state: Dict,
+    keep: int = 2,
 ) -> str:
     """Write the checkpoint of ``step`` (every rank calls this); keep the newest ``keep``."""
     final = checkpoint_dir(run_dir, step)
@@ -92,9 +99,13 @@ def load(path: str, dist: Dist, model: torch.nn.Module, optimizer: torch.optim.O
     data-stream state under ``"data"``."""
     state = read_state(path)
     if state["world_size"] != dist.world_size:
-        raise ValueError(f"{path} was written by {state['world_size']} processes; resume with as many (got {dist.world_size})")
+        raise ValueError(
+            f"{path} was written by {state['world_size']} processes; resume with as many (got {dist.world_size})"
+        )
     model.load_state_dict(load_model(path))
-    optimizer.load_state_dict(torch.load(os.path.join(path, OPTIMIZER_FILE), map_location=dist.device, weights_only=True))
+    optimizer.load_state_dict(
+        torch.load(os.path.join(path, OPTIMIZER_FILE), map_location=dist.device, weights_only=True)
+    )
     set_rng_state(torch.load(os.path.join(path, f"rank{dist.rank}.rng.pt"), weights_only=True), dist.device)
     with open(os.path.join(path, f"rank{dist.rank}.json")) as handle:
         state["data"] = json.load(handle)

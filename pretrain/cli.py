@@ -1,10 +1,11 @@
 """python -m pretrain train | export-hf | plot
 
-  train      --config tiny|base|large --data DATA_DIR --out RUN_DIR [--max-steps N] [--precision P] [--resume]
-             (one process, or under torchrun for DDP)
-  export-hf  RUN_DIR OUT    the run's latest checkpoint as a Hugging Face XLMRobertaForMaskedLM folder
-  plot       RUN_DIR [--out PNG]   loss curves
+train      --config tiny|base|large --data DATA_DIR --out RUN_DIR [--max-steps N] [--precision P] [--resume]
+           (one process, or under torchrun for DDP)
+export-hf  RUN_DIR OUT    the run's latest checkpoint as a Hugging Face XLMRobertaForMaskedLM folder
+plot       RUN_DIR [--out PNG]   loss curves
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,6 +15,7 @@ from typing import List, Optional
 from pretrain.train import CONFIG_FILE, TRAIN_PRESETS, TrainConfig, train, train_config
 from toolkit import storage
 from toolkit.cli import add_config_arguments, given, run_cli
+
 
 def _train_parser(sub) -> argparse.ArgumentParser:
     parser = sub.add_parser("train", help="pretrain an encoder on packed blocks")
@@ -28,7 +30,9 @@ def _train_parser(sub) -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pretrain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m pretrain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     export = sub.add_parser("export-hf", help="write a Hugging Face XLMRobertaForMaskedLM folder")

@@ -8,6 +8,7 @@ runs out starts its next epoch (counted). The last ``heldout`` blocks of every l
 out of training for evaluation. The whole state is a few integers and the language generator's
 state, so a resumed run reads exactly the blocks it would have read.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,13 @@ class BlockStream:
     ids padded with ``<pad>``, the blocks' languages)."""
 
     def __init__(
-        self, data_dir: str, mixture: MixtureConfig = MixtureConfig(), seed: int = 0, rank: int = 0, world_size: int = 1, heldout: int = 0
+        self,
+        data_dir: str,
+        mixture: MixtureConfig = MixtureConfig(),
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        heldout: int = 0,
     ):
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
@@ -129,8 +136,12 @@ def masking_generator(seed: int, *keys: int) -> torch.Generator:
 
 
 def mask_tokens(
-    tokens: torch.Tensor, mask_id: int, generator: torch.Generator, mask_prob: float = 0.15,
-    random_prob: float = 0.1, keep_prob: float = 0.1,
+    tokens: torch.Tensor,
+    mask_id: int,
+    generator: torch.Generator,
+    mask_prob: float = 0.15,
+    random_prob: float = 0.1,
+    keep_prob: float = 0.1,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """BERT masking: each token but ``<s>``, ``</s>`` and ``<pad>`` is picked with ``mask_prob``;
     a picked token becomes ``<mask>`` (80%), a random ordinary piece (``random_prob``) or stays

@@ -1,4 +1,5 @@
 """Distributed setup for ``torchrun``: nccl on CUDA, gloo on CPU; one process is a world of one."""
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ The two layouts differ only in names and in two details: q, k and v are one fuse
 and HF adds a token-type embedding (one type, so a constant vector), folded here into every
 position embedding, which is exact.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,9 +81,11 @@ def hf_config(config: ModelConfig) -> Dict:
 
 def to_hf(state: Dict[str, torch.Tensor], config: ModelConfig) -> Dict[str, torch.Tensor]:
     """This model's state dict in ``XLMRobertaForMaskedLM``'s names (the decoder's weight and bias
-are tied to the embeddings and ``lm_head.bias``, so omitted as ``save_pretrained`` does)."""
+    are tied to the embeddings and ``lm_head.bias``, so omitted as ``save_pretrained`` does)."""
     out = {theirs: state[ours] for ours, theirs in _pairs(config.layers)}
-    out["roberta.embeddings.token_type_embeddings.weight"] = torch.zeros(1, config.hidden, dtype=state["head_bias"].dtype)
+    out["roberta.embeddings.token_type_embeddings.weight"] = torch.zeros(
+        1, config.hidden, dtype=state["head_bias"].dtype
+    )
     for i in range(config.layers):
         weight, bias = state[f"layers.{i}.attention.qkv.weight"], state[f"layers.{i}.attention.qkv.bias"]
         for name, w, b in zip(_QKV, weight.chunk(3), bias.chunk(3)):
@@ -93,7 +96,9 @@ are tied to the embeddings and ``lm_head.bias``, so omitted as ``save_pretrained
 
 def from_hf(state: Dict[str, torch.Tensor], config: ModelConfig) -> Dict[str, torch.Tensor]:
     """An ``XLMRobertaForMaskedLM`` (or ``XLMRobertaModel``-prefixed) state dict in this model's names."""
-    state = {name if not name.startswith(("embeddings.", "encoder.")) else f"roberta.{name}": t for name, t in state.items()}
+    state = {
+        name if not name.startswith(("embeddings.", "encoder.")) else f"roberta.{name}": t for name, t in state.items()
+    }
     missing = [theirs for _, theirs in _pairs(config.layers) if theirs not in state]
     if missing:
         raise ValueError(f"not an XLM-R masked-LM checkpoint: missing {', '.join(missing[:5])}")

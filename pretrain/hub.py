@@ -1,6 +1,7 @@
 """A trained encoder behind fairseq's hub interface: ``from_pretrained(RUN_DIR)`` then
 ``encode``, ``decode``, ``extract_features`` and ``fill_mask``. Also reads an exported (or any
 XLM-R) Hugging Face folder."""
+
 from __future__ import annotations
 
 import os
@@ -38,7 +39,9 @@ class XLMRHub:
         return self.tokenizer.decode(tokens.tolist())
 
     @torch.no_grad()
-    def extract_features(self, tokens: torch.Tensor, return_all_hiddens: bool = False) -> Union[torch.Tensor, List[torch.Tensor]]:
+    def extract_features(
+        self, tokens: torch.Tensor, return_all_hiddens: bool = False
+    ) -> Union[torch.Tensor, List[torch.Tensor]]:
         """[batch, length, hidden] of the last layer, or the embeddings' and every layer's."""
         tokens = (tokens.unsqueeze(0) if tokens.dim() == 1 else tokens).to(self.device)
         hiddens = self.model.features(tokens, return_all_hiddens)

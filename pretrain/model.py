@@ -6,6 +6,7 @@ attention through ``scaled_dot_product_attention``), and the LM head (dense -> G
 -> the token embeddings transposed, plus a bias), computed only where asked: at the masked
 positions during training, which at a 250k vocabulary saves most of the step.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

@@ -1,4 +1,5 @@
 """Loss curves of a run as a PNG: training loss and held-out loss per language by step."""
+
 from __future__ import annotations
 
 import csv
@@ -35,7 +36,9 @@ def plot_run(run_dir: str, out: str) -> Dict[str, List[Tuple[int, float]]]:
     for i, (name, points) in enumerate(sorted(curves.items())):
         axes = train_axes if name == "train" else eval_axes
         steps, losses = zip(*points)
-        axes.plot(steps, losses, marker="." if len(points) < 30 else None, label=name.split("/")[-1], color=colors[i % 20])
+        axes.plot(
+            steps, losses, marker="." if len(points) < 30 else None, label=name.split("/")[-1], color=colors[i % 20]
+        )
     train_axes.set_title("training MLM loss")
     eval_axes.set_title("held-out MLM loss per language")
     for axes in (train_axes, eval_axes):

@@ -5,12 +5,12 @@ The loss of a step is the summed cross-entropy over every masked token of every 
 every rank, divided by their total count (as fairseq normalizes by sample size): N ranks with
 batch B then take exactly the step one process takes with batch N·B.
 """
+
 from __future__ import annotations
 
 import csv
 import math
 import os
-import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -33,7 +33,18 @@ from toolkit.cli import build_config, flag
 PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 EVAL_KEY = 2**31 - 1  # masking-generator key of evaluation batches, apart from any step number
 CONFIG_FILE, METRICS_FILE = "config.json", "metrics.csv"
-METRIC_FIELDS = ["step", "split", "language", "loss", "perplexity", "lr", "grad_norm", "loss_scale", "skipped_steps", "tokens_per_s"]
+METRIC_FIELDS = [
+    "step",
+    "split",
+    "language",
+    "loss",
+    "perplexity",
+    "lr",
+    "grad_norm",
+    "loss_scale",
+    "skipped_steps",
+    "tokens_per_s",
+]
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,9 @@ class TrainConfig:
     beta2: float = 0.98
     eps: float = 1e-6
     clip_norm: float = 1.0  # max global gradient norm; 0 = no clipping
-    precision: str = field(default="fp32", metadata=flag(choices=tuple(PRECISIONS)))  # fp32 | fp16 (GradScaler) | bf16 (autocast)
+    precision: str = field(
+        default="fp32", metadata=flag(choices=tuple(PRECISIONS))
+    )  # fp32 | fp16 (GradScaler) | bf16 (autocast)
     mask_prob: float = 0.15
     dropout: float = 0.1  # model dropout and attention dropout
     sampling: MixtureConfig = field(default_factory=MixtureConfig)  # how languages are mixed, over token counts
@@ -71,13 +84,26 @@ class TrainConfig:
         for name in ("batch_size", "grad_accum", "total_steps", "log_interval"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("warmup_steps", "max_steps", "eval_interval", "eval_blocks", "save_interval", "clip_norm", "lr", "end_lr"):
+        for name in (
+            "warmup_steps",
+            "max_steps",
+            "eval_interval",
+            "eval_blocks",
+            "save_interval",
+            "clip_norm",
+            "lr",
+            "end_lr",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if self.warmup_steps > self.total_steps:
-            raise ValueError(f"warmup_steps ({self.warmup_steps}) must not exceed total_steps ({self.total_steps}): lower --warmup-steps")
+            raise ValueError(
+                f"warmup_steps ({self.warmup_steps}) must not exceed total_steps ({self.total_steps}): lower --warmup-steps"
+            )
         if self.max_steps > self.total_steps:
-            raise ValueError(f"max_steps ({self.max_steps}) is past the schedule's end (total_steps {self.total_steps}): raise --total-steps")
+            raise ValueError(
+                f"max_steps ({self.max_steps}) is past the schedule's end (total_steps {self.total_steps}): raise --total-steps"
+            )
         if not 0 < self.mask_prob < 1 or not 0 <= self.dropout < 1:
             raise ValueError("mask_prob must be in (0, 1) and dropout in [0, 1)")
 
@@ -86,12 +112,19 @@ class TrainConfig:
         return self.max_steps or self.total_steps
 
 
+_LONG_RUN = dict(  # the schedule and logging of a real pretraining run
+    warmup_steps=10_000,
+    total_steps=500_000,
+    precision="bf16",
+    log_interval=100,
+    eval_interval=5_000,
+    save_interval=5_000,
+    eval_blocks=64,
+)
 TRAIN_PRESETS = {
     "tiny": dict(model="tiny"),  # the defaults above: a CPU smoke run of a few hundred steps
-    "base": dict(model="base", batch_size=32, lr=6e-4, warmup_steps=10_000, total_steps=500_000, precision="bf16",
-                 log_interval=100, eval_interval=5_000, save_interval=5_000, eval_blocks=64),
-    "large": dict(model="large", batch_size=16, lr=4e-4, warmup_steps=10_000, total_steps=500_000, precision="bf16",
-                  log_interval=100, eval_interval=5_000, save_interval=5_000, eval_blocks=64),
+    "base": dict(model="base", batch_size=32, lr=6e-4, **_LONG_RUN),
+    "large": dict(model="large", batch_size=16, lr=4e-4, **_LONG_RUN),
 }
 
 
@@ -126,8 +159,13 @@ def autocast(device: torch.device, precision: str):
 
 
 def train_step(
-    model: torch.nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
-    micro_batches: Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], dist: Dist, precision: str, clip_norm: float,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    micro_batches: Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+    dist: Dist,
+    precision: str,
+    clip_norm: float,
 ) -> Tuple[float, float, float, bool]:
     """One optimizer step over (inputs, masked positions, targets) micro-batches. Returns this
     rank's summed loss, the masked-token count over all ranks, the gradient norm and whether the
@@ -158,15 +196,19 @@ def masked_batch(tokens: torch.Tensor, mask_id: int, generator: torch.Generator,
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, heldout: Dict[str, List], config: TrainConfig, dist: Dist, mask_id: int) -> Dict[str, Tuple[float, float]]:
+def evaluate(
+    model: torch.nn.Module, heldout: Dict[str, List], config: TrainConfig, dist: Dist, mask_id: int
+) -> Dict[str, Tuple[float, float]]:
     """Held-out MLM loss and perplexity per language (masks fixed by the seed), over all ranks."""
     model.eval()
     sums = []
-    for index, (language, blocks) in enumerate(sorted(heldout.items())):
+    for index, (_, blocks) in enumerate(sorted(heldout.items())):
         loss_sum = count = 0.0
         for start in range(dist.rank * config.batch_size, len(blocks), config.batch_size * dist.world_size):
             tokens = collate(blocks[start : start + config.batch_size])
-            batch = masked_batch(tokens, mask_id, masking_generator(config.seed, EVAL_KEY, index, start), config.mask_prob)
+            batch = masked_batch(
+                tokens, mask_id, masking_generator(config.seed, EVAL_KEY, index, start), config.mask_prob
+            )
             inputs, masked, targets = (t.to(dist.device) for t in batch)
             with autocast(dist.device, config.precision):
                 logits = model(inputs, masked)
@@ -201,13 +243,17 @@ class MetricsLog:
             writer.writerows(rows)
         from torch.utils.tensorboard import SummaryWriter  # only the main process needs TensorBoard
 
-        self.tensorboard = SummaryWriter(os.path.join(run_dir, "tensorboard"), purge_step=start_step + 1 if start_step else None)
+        self.tensorboard = SummaryWriter(
+            os.path.join(run_dir, "tensorboard"), purge_step=start_step + 1 if start_step else None
+        )
 
     def write(self, step: int, split: str, language: str = "", **values: float) -> None:
         if not self.enabled:
             return
         with open(self.path, "a", newline="") as handle:
-            csv.DictWriter(handle, METRIC_FIELDS).writerow({"step": step, "split": split, "language": language, **values})
+            csv.DictWriter(handle, METRIC_FIELDS).writerow(
+                {"step": step, "split": split, "language": language, **values}
+            )
         tag = f"{split}/{language}" if language else split
         for name, value in values.items():
             self.tensorboard.add_scalar(f"{tag}/{name}", value, step)
@@ -217,10 +263,22 @@ class MetricsLog:
             self.tensorboard.close()
 
 
-def prepare_run_dir(run_dir: str, config: TrainConfig, model_cfg: ModelConfig, data_dir: str, manifest: Dict, init_from_hf: Optional[str]) -> None:
+def prepare_run_dir(
+    run_dir: str,
+    config: TrainConfig,
+    model_cfg: ModelConfig,
+    data_dir: str,
+    manifest: Dict,
+    init_from_hf: Optional[str],
+) -> None:
     """The run's config.json and a copy of the tokenizer, so the run folder stands alone."""
     os.makedirs(run_dir, exist_ok=True)
-    content = {"train": asdict(config), "model": model_cfg.to_dict(), "data": os.path.abspath(data_dir), "init_from_hf": init_from_hf}
+    content = {
+        "train": asdict(config),
+        "model": model_cfg.to_dict(),
+        "data": os.path.abspath(data_dir),
+        "init_from_hf": init_from_hf,
+    }
     storage.write_json(os.path.join(run_dir, CONFIG_FILE), content)
     source = manifest.get("tokenizer")
     if source and os.path.isdir(source):
@@ -229,12 +287,21 @@ def prepare_run_dir(run_dir: str, config: TrainConfig, model_cfg: ModelConfig, d
             storage.copy_file(os.path.join(source, "dict.txt"), os.path.join(run_dir, "tokenizer", "dict.txt"))
 
 
-def train(config: TrainConfig, data_dir: str, run_dir: str, resume: bool = False, init_from_hf: Optional[str] = None, device: str = "auto") -> Dict:
+def train(
+    config: TrainConfig,
+    data_dir: str,
+    run_dir: str,
+    resume: bool = False,
+    init_from_hf: Optional[str] = None,
+    device: str = "auto",
+) -> Dict:
     """Train (or resume) a run; returns the last training and evaluation figures."""
     manifest = read_manifest(data_dir)
     resume_from = checkpoint.latest(run_dir)
     if resume_from and not resume:
-        raise FileExistsError(f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out")
+        raise FileExistsError(
+            f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
+        )
     dist = setup(device)
     try:
         return _train(config, data_dir, run_dir, manifest, resume_from if resume else None, init_from_hf, dist)
@@ -252,7 +319,9 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
     else:
         model_cfg = model_config(config.model, vocab_size, dropout=config.dropout, attention_dropout=config.dropout)
     if model_cfg.vocab_size != vocab_size:
-        raise ValueError(f"the model's vocabulary has {model_cfg.vocab_size} ids, DATA_DIR's tokenizer {vocab_size}: pack the data with the model's tokenizer")
+        raise ValueError(
+            f"the model's vocabulary has {model_cfg.vocab_size} ids, DATA_DIR's tokenizer {vocab_size}: pack the data with the model's tokenizer"
+        )
     if manifest["tokens_per_sample"] > model_cfg.max_tokens:
         raise ValueError(f"blocks of {manifest['tokens_per_sample']} tokens, the model holds {model_cfg.max_tokens}")
     mask_id = vocab_size - 1
@@ -276,11 +345,18 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
     if dist.is_main:
         prepare_run_dir(run_dir, config, model_cfg, data_dir, manifest, init_from_hf)
     log = MetricsLog(run_dir, step, dist.is_main)
-    ddp = DistributedDataParallel(model, device_ids=[dist.local_rank] if dist.device.type == "cuda" else None) if dist.enabled else model
+    ddp = (
+        DistributedDataParallel(model, device_ids=[dist.local_rank] if dist.device.type == "cuda" else None)
+        if dist.enabled
+        else model
+    )
     if dist.is_main:
-        print(f"model {model_cfg.layers} layers x {model_cfg.hidden}: {model.num_parameters():,} parameters ({model.num_parameters(True):,} without embeddings), "
-              f"{dist.world_size} process(es) on {dist.device.type}, {config.precision}; languages {', '.join(stream.languages)}"
-              + (f"; resuming at step {step}" if resume_from else ""), flush=True)
+        print(
+            f"model {model_cfg.layers} layers x {model_cfg.hidden}: {model.num_parameters():,} parameters ({model.num_parameters(True):,} without embeddings), "
+            f"{dist.world_size} process(es) on {dist.device.type}, {config.precision}; languages {', '.join(stream.languages)}"
+            + (f"; resuming at step {step}" if resume_from else ""),
+            flush=True,
+        )
 
     last = {}
     window_loss = window_count = window_tokens = 0.0
@@ -293,9 +369,13 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
         for micro in range(config.grad_accum):
             tokens = stream.next_batch(config.batch_size)[0]
             window_tokens += int(tokens.ne(PAD).sum())
-            batch = masked_batch(tokens, mask_id, masking_generator(config.seed, step, dist.rank, micro), config.mask_prob)
+            batch = masked_batch(
+                tokens, mask_id, masking_generator(config.seed, step, dist.rank, micro), config.mask_prob
+            )
             micro_batches.append(tuple(t.to(dist.device, non_blocking=True) for t in batch))
-        loss_sum, count, grad_norm, was_skipped = train_step(ddp, optimizer, scaler, micro_batches, dist, config.precision, config.clip_norm)
+        loss_sum, count, grad_norm, was_skipped = train_step(
+            ddp, optimizer, scaler, micro_batches, dist, config.precision, config.clip_norm
+        )
         step += 1
         skipped += was_skipped
         window_loss, window_count = window_loss + loss_sum, window_count + count
@@ -303,13 +383,23 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
             total_loss, total_tokens = dist.sum([window_loss, window_tokens])
             elapsed = time.perf_counter() - window_start
             loss = total_loss / max(window_count, 1.0)
-            last["train"] = dict(loss=loss, perplexity=math.exp(min(loss, 50.0)), lr=lr, grad_norm=grad_norm,
-                                 loss_scale=scaler.get_scale() if scaler.is_enabled() else 1.0, skipped_steps=skipped,
-                                 tokens_per_s=total_tokens / elapsed)
+            last["train"] = dict(
+                loss=loss,
+                perplexity=math.exp(min(loss, 50.0)),
+                lr=lr,
+                grad_norm=grad_norm,
+                loss_scale=scaler.get_scale() if scaler.is_enabled() else 1.0,
+                skipped_steps=skipped,
+                tokens_per_s=total_tokens / elapsed,
+            )
             log.write(step, "train", **last["train"])
             if dist.is_main:
-                print(f"step {step:>7}/{config.last_step} | loss {loss:7.4f} | ppl {last['train']['perplexity']:10.2f} | lr {lr:.2e} "
-                      f"| grad norm {grad_norm:7.3f} | {total_tokens / elapsed:9,.0f} tok/s" + (f" | skipped {skipped}" if skipped else ""), flush=True)
+                print(
+                    f"step {step:>7}/{config.last_step} | loss {loss:7.4f} | ppl {last['train']['perplexity']:10.2f} | lr {lr:.2e} "
+                    f"| grad norm {grad_norm:7.3f} | {total_tokens / elapsed:9,.0f} tok/s"
+                    + (f" | skipped {skipped}" if skipped else ""),
+                    flush=True,
+                )
             window_loss = window_count = window_tokens = 0.0
             window_start = time.perf_counter()
         if heldout and ((config.eval_interval and step % config.eval_interval == 0) or step == config.last_step):
@@ -317,9 +407,21 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
             for language, (loss, perplexity) in last["eval"].items():
                 log.write(step, "eval", language, loss=loss, perplexity=perplexity)
             if dist.is_main:
-                print(f"step {step:>7} | held-out loss " + ", ".join(f"{lang} {loss:.3f}" for lang, (loss, _) in last["eval"].items()), flush=True)
+                print(
+                    f"step {step:>7} | held-out loss "
+                    + ", ".join(f"{lang} {loss:.3f}" for lang, (loss, _) in last["eval"].items()),
+                    flush=True,
+                )
         if (config.save_interval and step % config.save_interval == 0) or step == config.last_step:
-            run_state = {"skipped_steps": skipped, "scaler": scaler.state_dict(), "config": asdict(config), "model": model_cfg.to_dict(), "epochs": stream.epochs}
-            checkpoint.save(run_dir, step, dist, model, optimizer, run_state, stream.state_dict(), config.keep_checkpoints)
+            run_state = {
+                "skipped_steps": skipped,
+                "scaler": scaler.state_dict(),
+                "config": asdict(config),
+                "model": model_cfg.to_dict(),
+                "epochs": stream.epochs,
+            }
+            checkpoint.save(
+                run_dir, step, dist, model, optimizer, run_state, stream.state_dict(), config.keep_checkpoints
+            )
     log.close()
     return last

@@ -1,4 +1,5 @@
 """python -m sampling plot --corpus DIR --out shares.png [--sampling alpha|pooled|unimax] [--alpha 0.3] ..."""
+
 from __future__ import annotations
 
 import argparse

@@ -2,6 +2,7 @@
 (``MultilingualSampler``: tokenizer training) and the trainer's block stream draw languages
 through it. Sizes -> probabilities by policy, then a generator seeded per (seed, rank) draws the
 language of each next item; its state is a JSON-serializable dict. No Beam, no torch."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ POLICIES = ("alpha", "pooled", "unimax")
 
 @dataclass(frozen=True)
 class MixtureConfig:
-    policy: str = field(default="alpha", metadata=flag("--sampling", choices=POLICIES))  # alpha: p ∝ q^alpha (XLM-R); pooled: small languages pooled; unimax: UniMax
+    policy: str = field(
+        default="alpha", metadata=flag("--sampling", choices=POLICIES)
+    )  # alpha: p ∝ q^alpha (XLM-R); pooled: small languages pooled; unimax: UniMax
     alpha: float = XLMR_ALPHA  # the smoothing exponent (alpha and pooled)
     pool_below: float = 0.0  # pooled: languages smaller than this (in the sizes' unit) are sampled as one group
     unimax_budget: Optional[float] = None  # unimax: the budget in the sizes' unit; None: the data's total size

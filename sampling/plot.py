@@ -1,10 +1,11 @@
 """A PNG of each language's raw share of the data against its sampling probability."""
+
 from __future__ import annotations
 
 from typing import Dict, Mapping
 
-from toolkit.corpus import CorpusManifest
 from toolkit import storage
+from toolkit.corpus import CorpusManifest
 
 
 def corpus_sizes(corpus_dir: str, unit: str = "characters") -> Dict[str, int]:

@@ -6,6 +6,7 @@ policies go beyond the paper: pooling the languages below a size threshold into 
 is sampled as one language and split proportionally inside, and UniMax (Chung et al. 2023), a
 budget spread as evenly as possible with at most N epochs of any language.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Mapping

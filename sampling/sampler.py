@@ -1,12 +1,10 @@
 """MultilingualSampler: documents from a corpus folder's Parquet shards, language by language
 with XLM-R's smoothed probabilities; deterministic, resumable, split across DDP ranks."""
+
 from __future__ import annotations
 
-import json
-import os
 import random
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
-
 
 from sampling.mixture import LanguageMixture, MixtureConfig
 from toolkit.corpus import CorpusManifest, open_parquet
@@ -98,7 +96,9 @@ class MultilingualSampler:
             raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(buckets or [])}")
         self.mixture = LanguageMixture(sizes, mixture, seed, rank)
         self.probs, self.languages = self.mixture.probs, self.mixture.languages
-        self._streams = {lang: _LanguageStream(sorted(files[lang]), lang, seed, rank, world_size) for lang in self.languages}
+        self._streams = {
+            lang: _LanguageStream(sorted(files[lang]), lang, seed, rank, world_size) for lang in self.languages
+        }
 
     def __iter__(self) -> Iterator[Dict]:
         return self
@@ -113,7 +113,7 @@ class MultilingualSampler:
 
     def state_dict(self) -> Dict:
         """JSON-serializable state: the language-choice generator and each language's position."""
-        return {"rng": self.mixture.state_dict(), "streams": {l: s.state() for l, s in self._streams.items()}}
+        return {"rng": self.mixture.state_dict(), "streams": {lang: s.state() for lang, s in self._streams.items()}}
 
     def load_state_dict(self, state: Dict) -> None:
         self.mixture.load_state_dict(state["rng"])

@@ -1,4 +1,5 @@
 """Shared fixtures: the real LID model, reference language models trained here."""
+
 from __future__ import annotations
 
 import os
@@ -34,3 +35,10 @@ def lm_dir(tmp_path_factory) -> Path:
     for language in ("en", "fr", "de"):
         train_language_model(TrainLmConfig(language, (str(root / "text" / f"{language}.txt"),), str(root / "models")))
     return root / "models"
+
+
+def pytest_collection_modifyitems(items):
+    """Everything under tests/integration/ runs whole jobs: marked slow (``make test-fast`` skips it)."""
+    for item in items:
+        if "integration" in item.path.parts:
+            item.add_marker(pytest.mark.slow)

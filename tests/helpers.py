@@ -1,5 +1,6 @@
 """Test helpers: WET files written with warcio, literal multilingual text, a fastText model
 written directly, corpus folders in the mine job's layout."""
+
 from __future__ import annotations
 
 import os
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
+
 from ccnet_pipeline.wet_writer import WetPage, write_wet
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -104,7 +106,6 @@ def write_corpus(root: Union[str, Path], shards: Dict[str, List[dict]], row_grou
     return root
 
 
-
 # A Beam file system of the tests' own (scheme ``sharedtest://``) that maps to local paths,
 # standing in for gs:// or s3://. Beam finds FileSystem subclasses by their scheme, so importing
 # this module registers it.
@@ -112,7 +113,7 @@ SHARED_PREFIX = "sharedtest://"
 
 
 def _local(path: str) -> str:
-    return path[len(SHARED_PREFIX):] if path.startswith(SHARED_PREFIX) else path
+    return path[len(SHARED_PREFIX) :] if path.startswith(SHARED_PREFIX) else path
 
 
 from apache_beam.io.filesystem import FileMetadata, MatchResult  # noqa: E402
@@ -127,7 +128,10 @@ class SharedTestFileSystem(LocalFileSystem):
     def match(self, patterns, limits=None):
         results = super().match([_local(p) for p in patterns], limits)
         return [
-            MatchResult(SHARED_PREFIX + r.pattern, [FileMetadata(SHARED_PREFIX + m.path, m.size_in_bytes) for m in r.metadata_list])
+            MatchResult(
+                SHARED_PREFIX + r.pattern,
+                [FileMetadata(SHARED_PREFIX + m.path, m.size_in_bytes) for m in r.metadata_list],
+            )
             for r in results
         ]
 

@@ -1,5 +1,6 @@
 """python -m tokenizer train --corpus CORPUS_DIR --out TOK_DIR [--vocab-size N] [--sampling alpha|pooled|unimax] ...
 python -m tokenizer pack --corpus CORPUS_DIR --tokenizer TOK_DIR --out DATA_DIR [--tokens-per-sample 512]"""
+
 import argparse
 import sys
 
@@ -31,7 +32,9 @@ def _run(args) -> int:
         print(f"{blocks} blocks, {tokens} tokens in {len(manifest['languages'])} languages -> {args.out}")
         return 0
     summary = train_tokenizer(args.corpus, args.out, build_config(TokenizerConfig, given(args)))
-    print(f"{summary['pieces']} pieces from {sum(summary['documents_per_language'].values())} sampled documents -> {args.out}")
+    print(
+        f"{summary['pieces']} pieces from {sum(summary['documents_per_language'].values())} sampled documents -> {args.out}"
+    )
     return 0
 
 

@@ -5,11 +5,10 @@
 SentencePiece's own normalization table), so that transformers never has to parse the model
 with protobuf (whose runtime Beam pins below the version transformers' generated code needs).
 """
+
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from typing import Dict, Iterator, Tuple
 
 import sentencepiece
@@ -100,8 +99,15 @@ def write_hf_tokenizer(model_path: str, out_dir: str, model_max_length: int = 51
     with storage.atomic_path(os.path.join(out_dir, "tokenizer.json")) as path:
         hf_tokenizer(model_path).save(path)
     storage.copy_file(model_path, os.path.join(out_dir, "sentencepiece.bpe.model"))
-    specials = {"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>",
-                "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}
+    specials = {
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+        "sep_token": "</s>",
+        "cls_token": "<s>",
+        "unk_token": "<unk>",
+        "pad_token": "<pad>",
+        "mask_token": "<mask>",
+    }
     config = {"tokenizer_class": "XLMRobertaTokenizer", "model_max_length": model_max_length, **specials}
     for name, content in (("tokenizer_config.json", config), ("special_tokens_map.json", specials)):
         storage.write_json(os.path.join(out_dir, name), content)

@@ -7,6 +7,7 @@ the last block of a language may be shorter. Per language, ``DATA/<lang>.bin`` h
 ids of all its blocks back to back and ``DATA/<lang>.idx.npy`` each block's (offset, length);
 ``DATA/manifest.json`` the vocabulary size, ``tokens_per_sample`` and counts per language.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from tokenizer.xlmr import BOS, XLMRTokenizer
 from toolkit import storage

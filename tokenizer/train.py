@@ -1,5 +1,6 @@
 """Train the shared SentencePiece vocabulary on text drawn by the language sampler, so that
 low-resource languages get their share of the pieces (XLM-R: one 250k unigram vocabulary)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,7 +23,9 @@ class TokenizerConfig:
     vocab_size: int = 250_000  # SentencePiece pieces (XLM-R's); a soft limit when the text is small
     character_coverage: float = 0.9995  # characters covered by pieces; the rarest go to <unk>
     sample_documents: int = 1_000_000  # documents the sampler draws (at most as many as the corpus holds)
-    input_sentence_size: int = 2_000_000  # lines SentencePiece loads, shuffled: ~3.5 GB RAM per million lines of ~130 chars
+    input_sentence_size: int = (
+        2_000_000  # lines SentencePiece loads, shuffled: ~3.5 GB RAM per million lines of ~130 chars
+    )
     sampling: MixtureConfig = field(default_factory=MixtureConfig)  # how the sampler mixes languages
     seed: int = 0  # sampler and SentencePiece seed
     buckets: Optional[Tuple[str, ...]] = None  # corpus buckets to draw from, a comma list (default: all)

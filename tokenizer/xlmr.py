@@ -5,6 +5,7 @@ fairseq's XLM-R dictionary puts four specials first — ``<s>``=0, ``<pad>``=1, 
 itself holds ``<unk>``=0, ``<s>``=1, ``</s>``=2), and ``<mask>`` last. The same class reads
 XLM-R's released ``sentencepiece.bpe.model`` and a model trained here.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence

@@ -6,17 +6,19 @@ default the dataclass's (so each default lives in one place). ``build_config`` l
 a saved config and the flags given, rejects unknown keys, and turns a config error into a
 ``ConfigError`` that names the field (``lid.threshold: ...``), not the flag.
 """
+
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import inspect
 import io
-import re
 import sys
+import textwrap
 import tokenize
 import typing
-from functools import lru_cache
+from functools import cache
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 MISSING = dataclasses.MISSING
@@ -26,30 +28,37 @@ class ConfigError(ValueError):
     """A config that cannot be built; the message starts with the field's dotted name."""
 
 
-def flag(name: Optional[str] = None, *aliases: str, choices: Optional[Sequence] = None, parse: Optional[Callable] = None,
-         repeat: bool = False, cli: bool = True) -> Dict[str, Any]:
+def flag(
+    name: Optional[str] = None,
+    *aliases: str,
+    choices: Optional[Sequence] = None,
+    parse: Optional[Callable] = None,
+    repeat: bool = False,
+    cli: bool = True,
+) -> Dict[str, Any]:
     """Field metadata for the command line: the flag's name and aliases, its choices, a parser
     of the text given (e.g. of a comma list), ``repeat`` for a tuple given one flag per item,
     or ``cli=False`` for a field set another way."""
     return {"flag": name, "aliases": aliases, "choices": choices, "parse": parse, "repeat": repeat, "cli": cli}
 
 
-@lru_cache(maxsize=None)
+@cache
 def field_comments(cls: type) -> Dict[str, str]:
-    """The trailing ``# comment`` of each field in the class's source."""
+    """The ``# comment`` of each field in the class's source (on any line of its statement)."""
     try:
-        source = inspect.getsource(cls)
+        source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
         return {}
+    (definition,) = ast.parse(source).body
+    lines = {}
+    for node in definition.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            for line in range(node.lineno, node.end_lineno + 1):
+                lines[line] = node.target.id
     comments: Dict[str, str] = {}
-    line_field = {}
-    for number, line in enumerate(source.splitlines(), start=1):
-        match = re.match(r"\s+(\w+)\s*:", line)
-        if match:
-            line_field[number] = match.group(1)
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT and token.start[0] in line_field:
-            comments.setdefault(line_field[token.start[0]], token.string.lstrip("# ").strip())
+        if token.type == tokenize.COMMENT and token.start[0] in lines:
+            comments.setdefault(lines[token.start[0]], token.string.lstrip("# ").strip())
     return comments
 
 
@@ -93,7 +102,11 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type, prefix: str
             add_config_arguments(parser, kind, path + ".")
             continue
         default = _default(field)
-        shown = (f"all {len(default)}" if len(default) > 8 else ",".join(map(str, default))) if isinstance(default, tuple) else default
+        shown = (
+            (f"all {len(default)}" if len(default) > 8 else ",".join(map(str, default)))
+            if isinstance(default, tuple)
+            else default
+        )
         help_text = comments.get(field.name, "") + ("" if default in (MISSING, None, False) else f" (default: {shown})")
         names = [meta["flag"] or "--" + field.name.replace("_", "-"), *meta["aliases"]]
         options: Dict[str, Any] = {"dest": path, "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
@@ -130,7 +143,7 @@ def given(args: argparse.Namespace, prefix: str = CONFIG) -> Dict[str, Any]:
         if not path.startswith(prefix) or value is None:
             continue
         node = values
-        *parents, name = path[len(prefix):].split(".")
+        *parents, name = path[len(prefix) :].split(".")
         for parent in parents:
             node = node.setdefault(parent, {})
         node[name] = value
@@ -193,8 +206,12 @@ def from_dict(cls: type, data: Mapping[str, Any], path: str = ""):
         raise ConfigError(f"{where}: {error}") from None
 
 
-def run_cli(main: Callable[[argparse.Namespace], Optional[int]], parser: argparse.ArgumentParser,
-            argv: Optional[List[str]] = None, known_only: bool = False) -> int:
+def run_cli(
+    main: Callable[[argparse.Namespace], Optional[int]],
+    parser: argparse.ArgumentParser,
+    argv: Optional[List[str]] = None,
+    known_only: bool = False,
+) -> int:
     """Parse ``argv`` and call ``main(args)`` (``main(args, rest)`` with ``known_only``): a
     config error, a missing file or another problem with what was asked for is one line on
     stderr and exit code 2, never a traceback."""
@@ -206,6 +223,10 @@ def run_cli(main: Callable[[argparse.Namespace], Optional[int]], parser: argpars
             code = main(parser.parse_args(argv))
         return 0 if code is None else code
     except (ValueError, OSError) as error:
-        message = str(error) if not isinstance(error, OSError) or not error.strerror else f"{error.strerror}: {error.filename}"
+        message = (
+            str(error)
+            if not isinstance(error, OSError) or not error.strerror
+            else f"{error.strerror}: {error.filename}"
+        )
         print(f"error: {message}", file=sys.stderr)
         return 2

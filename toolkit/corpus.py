@@ -9,6 +9,7 @@ OUT/_work/run.json  OUT/_work/complete       OUT/_work/hashes/NNNNN.npy  OUT/_wo
 ```
 Paths work on the local disk and on any Beam file system (``toolkit.storage``).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -118,7 +119,9 @@ class CorpusManifest:
         """Documents, characters and files per language and bucket."""
         languages: Dict[str, Dict[str, Dict[str, int]]] = {}
         for entry in self.files:
-            counts = languages.setdefault(entry.language, {}).setdefault(entry.bucket, {"documents": 0, "characters": 0, "files": 0})
+            counts = languages.setdefault(entry.language, {}).setdefault(
+                entry.bucket, {"documents": 0, "characters": 0, "files": 0}
+            )
             counts["documents"] += entry.documents
             counts["characters"] += entry.characters
             counts["files"] += 1
@@ -153,16 +156,20 @@ class CorpusManifest:
         storage.write_json(Layout(root).manifest, self.to_json())
 
     @classmethod
-    def read(cls, root: str, require_format: Optional[str] = None) -> "CorpusManifest":
+    def read(cls, root: str, require_format: Optional[str] = None) -> CorpusManifest:
         """The manifest of the corpus folder ``root``; with ``require_format``, a corpus in
         another format is a clear error."""
         path = Layout(root).manifest
         if not storage.exists(path):
-            raise FileNotFoundError(f"{path} is missing: not a corpus folder (write one with python -m ccnet_pipeline mine)")
+            raise FileNotFoundError(
+                f"{path} is missing: not a corpus folder (write one with python -m ccnet_pipeline mine)"
+            )
         data = storage.read_json(path)
         version = data.get("version", 1)
         if version not in (1, MANIFEST_VERSION):
-            raise ValueError(f"{path}: manifest version {version} is not one this version of the toolkit reads (1, {MANIFEST_VERSION})")
+            raise ValueError(
+                f"{path}: manifest version {version} is not one this version of the toolkit reads (1, {MANIFEST_VERSION})"
+            )
         formats = {name: output_format for output_format, (name, _) in OUTPUT_FORMATS.items()}
         if data.get("format", "parquet") not in formats:
             raise ValueError(f"{path}: unknown corpus format {data.get('format')!r}")

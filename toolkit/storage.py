@@ -6,6 +6,7 @@ its own, and a crash leaves at most a hidden ``.<name>.<random>.tmp`` behind. Lo
 the operating system directly; remote paths go through ``apache_beam.io.filesystems``, imported
 only when a remote path is used, so that the pure packages stay free of Beam.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -1,4 +1,5 @@
 """Downloads against a loopback server that serves a fake CommonCrawl layout and injects faults."""
+
 import gzip
 import io
 import socket
@@ -105,8 +106,16 @@ def layout(count=4):
 
 
 def config(server, tmp_path, **overrides):
-    values = dict(base_url=server.base_url, cache=str(tmp_path / "cache"), parallelism=3, retries=4,
-                  backoff_seconds=0.01, read_timeout=5, chunk_bytes=256, progress=False)
+    values = dict(
+        base_url=server.base_url,
+        cache=str(tmp_path / "cache"),
+        parallelism=3,
+        retries=4,
+        backoff_seconds=0.01,
+        read_timeout=5,
+        chunk_bytes=256,
+        progress=False,
+    )
     values.update(overrides)
     return DownloadConfig(**values)
 
@@ -145,7 +154,9 @@ def test_cached_files_are_not_fetched_again(tmp_path):
 def test_4xx_is_not_retried_and_exhausted_retries_are_reported(tmp_path):
     files, segments = layout(2)
     with FaultyServer(files, {segments[1]: ["503"] * 10}) as server:
-        failures = Downloader(config(server, tmp_path, retries=2)).fetch_all([segments[0], segments[1], "crawl-data/missing.gz"])
+        failures = Downloader(config(server, tmp_path, retries=2)).fetch_all(
+            [segments[0], segments[1], "crawl-data/missing.gz"]
+        )
     reasons = dict(failures)
     assert set(reasons) == {segments[1], "crawl-data/missing.gz"}
     assert "HTTP 404" in reasons["crawl-data/missing.gz"]
@@ -175,8 +186,25 @@ def test_check_gzip(tmp_path):
 def test_mine_from_a_dump(tmp_path):
     files, segments = layout(2)
     with FaultyServer(files, {segments[0]: ["503"]}) as server:
-        code = main(["mine", "--dump", DUMP, "--segments", "2", "--base-url", server.base_url,
-                     "--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "corpus"), "--langs", "en", "--min-len", "100"])
+        code = main(
+            [
+                "mine",
+                "--dump",
+                DUMP,
+                "--segments",
+                "2",
+                "--base-url",
+                server.base_url,
+                "--cache",
+                str(tmp_path / "cache"),
+                "--output",
+                str(tmp_path / "corpus"),
+                "--langs",
+                "en",
+                "--min-len",
+                "100",
+            ]
+        )
     assert code == 0
     stats = (tmp_path / "corpus" / "stats.json").read_text()
     assert '"segments": 2' in stats

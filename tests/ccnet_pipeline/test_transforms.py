@@ -1,4 +1,5 @@
 """One TestPipeline per composite transform, on WET files written by the test."""
+
 import gzip
 import json
 import os
@@ -10,29 +11,27 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from ccnet_pipeline.shards import write_parquet
 from ccnet_pipeline.transforms import (
     BAD,
+    COMMITTED_SCHEMA,
     DROPPED,
     KEPT,
-    Deduplicate,
-    LanguageId,
-    COMMITTED_SCHEMA,
     PERPLEXITIES,
     SEEN,
+    ApplyStage,
     CommitSegments,
     ComputeCutoffs,
-    Perplexity,
-    QualitySignals,
+    Deduplicate,
     WriteShards,
 )
-from ccnet_pipeline.shards import write_parquet
 from ccnet_pipeline.wet import BadRecord, ReadConfig
 from ccnet_pipeline.wet_writer import raw_record
 from filters.dedup import DedupConfig
 from filters.document import ARROW_SCHEMA, make_document
-from filters.perplexity import PERCENTILES, BucketConfig
-from filters.quality import QualityConfig
-from lid.model import LidConfig
+from filters.perplexity import PERCENTILES, BucketConfig, PerplexityScorer
+from filters.quality import QualityConfig, QualityFilter
+from lid.model import LanguageFilter, LidConfig
 from tests.helpers import TEXT, page, write_wet_file
 from toolkit import storage
 from toolkit.corpus import Layout
@@ -43,18 +42,26 @@ def pipeline():
 
 
 def doc(text, language=None, url="https://a.org/x"):
-    d = make_document(url=url, date_download="2019-02-16T04:15:08Z", digest="sha1:X", title="t", raw_content=text, cc_segment="s")
+    d = make_document(
+        url=url, date_download="2019-02-16T04:15:08Z", digest="sha1:X", title="t", raw_content=text, cc_segment="s"
+    )
     return {**d, "language": language, "language_score": 0.9 if language else None}
 
 
 @pytest.fixture
 def segments(tmp_path):
     boiler = "Home | News | Contact"
-    first = write_wet_file(tmp_path / "a.warc.wet.gz", [
-        page(0, f"{boiler}\nunique line zero\nrepeated in doc\nrepeated in doc"),
-        page(1, f"{boiler}\nunique line one"),
-        raw_record({"WARC-Type": "conversion", "WARC-Target-URI": "https://x", "WARC-Date": "d", "Content-Length": "4"}, b"\xff\xfe\xfd\xfc"),
-    ])
+    first = write_wet_file(
+        tmp_path / "a.warc.wet.gz",
+        [
+            page(0, f"{boiler}\nunique line zero\nrepeated in doc\nrepeated in doc"),
+            page(1, f"{boiler}\nunique line one"),
+            raw_record(
+                {"WARC-Type": "conversion", "WARC-Target-URI": "https://x", "WARC-Date": "d", "Content-Length": "4"},
+                b"\xff\xfe\xfd\xfc",
+            ),
+        ],
+    )
     second = write_wet_file(tmp_path / "b.warc.wet.gz", [page(2, f"{boiler}\nunique line two"), page(3, "short")])
     return [(0, str(first)), (1, str(second))]
 
@@ -71,10 +78,18 @@ def test_deduplicate(segments, tmp_path):
         assert_that(
             out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
             # a line repeated inside one page keeps its first copy, as CCNet
-            equal_to([((0, 0), "unique line zero\nrepeated in doc"), ((0, 1), "unique line one"), ((1, 0), "unique line two")]),
+            equal_to(
+                [
+                    ((0, 0), "unique line zero\nrepeated in doc"),
+                    ((0, 1), "unique line one"),
+                    ((1, 0), "unique line two"),
+                ]
+            ),
             label="kept",
         )
-        assert_that(out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])), equal_to([((1, 1), "too_short")]), label="dropped")
+        assert_that(
+            out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])), equal_to([((1, 1), "too_short")]), label="dropped"
+        )
         assert_that(out[BAD] | beam.Map(lambda e: (e[0], e[1].kind)), equal_to([(0, "invalid_utf8")]), label="bad")
         assert_that(out[SEEN] | beam.Map(lambda e: e[0]), equal_to([0, 1]), label="seen")
     assert sorted(p.name for p in (tmp_path / "_work" / "hashes").iterdir()) == ["00000.npy", "00001.npy"]
@@ -87,8 +102,12 @@ def test_deduplicate_reads_committed_hashes_and_skips_committed_segments(segment
     # boilerplate from segment 1.
     os.remove(segments[0][1])
     with pipeline() as p:
-        out = dedup(p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path, to_mine=segments[1:])
-        assert_that(out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])), equal_to([((1, 0), "unique line two")]))
+        out = dedup(
+            p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path, to_mine=segments[1:]
+        )
+        assert_that(
+            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])), equal_to([((1, 0), "unique line two")])
+        )
 
 
 def test_deduplicate_keep_first(segments, tmp_path):
@@ -96,19 +115,25 @@ def test_deduplicate_keep_first(segments, tmp_path):
         out = dedup(p, segments, DedupConfig(mode="keep-first", hash_partitions=2, min_len=0), tmp_path)
         assert_that(
             out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
-            equal_to([
-                ((0, 0), "Home | News | Contact\nunique line zero\nrepeated in doc"),
-                ((0, 1), "unique line one"),
-                ((1, 0), "unique line two"),
-                ((1, 1), "short"),
-            ]),
+            equal_to(
+                [
+                    ((0, 0), "Home | News | Contact\nunique line zero\nrepeated in doc"),
+                    ((0, 1), "unique line one"),
+                    ((1, 0), "unique line two"),
+                    ((1, 1), "short"),
+                ]
+            ),
         )
 
 
 def test_language_id(lid_model):
     docs = [((0, 0), doc(TEXT["fr"])), ((0, 1), doc(TEXT["de"])), ((0, 2), doc("1234 5678 ###"))]
     with pipeline() as p:
-        out = p | beam.Create(docs) | LanguageId(LidConfig(model_path=lid_model, threshold=0.5, languages=("fr", "en")))
+        out = (
+            p
+            | beam.Create(docs)
+            | ApplyStage(LanguageFilter(LidConfig(model_path=lid_model, threshold=0.5, languages=("fr", "en"))))
+        )
         assert_that(out[KEPT] | beam.Map(lambda e: (e[0], e[1]["language"])), equal_to([((0, 0), "fr")]), label="kept")
         assert_that(
             out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])),
@@ -138,7 +163,9 @@ def test_given_cutoffs():
 
 def commit(tmp_path, index, docs):
     """Commit ``docs`` as segment ``index`` the way CommitSegment does."""
-    write_parquet(Layout(str(tmp_path)).segment_documents(index), [{**d, "record": r} for r, d in docs], COMMITTED_SCHEMA)
+    write_parquet(
+        Layout(str(tmp_path)).segment_documents(index), [{**d, "record": r} for r, d in docs], COMMITTED_SCHEMA
+    )
 
 
 def test_write_shards_in_input_order_with_buckets(tmp_path):
@@ -149,12 +176,41 @@ def test_write_shards_in_input_order_with_buckets(tmp_path):
     with pipeline() as p:
         given = p | "Cutoffs" >> beam.Create([cutoffs])
         summaries = p | beam.Create([0, 1]) | WriteShards(Layout(str(tmp_path)), 1, BucketConfig(), given)
-        assert_that(summaries, equal_to([
-            {"path": "fr/head/part-00000.parquet", "language": "fr", "bucket": "head", "documents": 1, "characters": 2},
-            {"path": "fr/middle/part-00000.parquet", "language": "fr", "bucket": "middle", "documents": 1, "characters": 4},
-            {"path": "en/all/part-00000.parquet", "language": "en", "bucket": "all", "documents": 1, "characters": 3},
-            {"path": "fr/tail/part-00001.parquet", "language": "fr", "bucket": "tail", "documents": 1, "characters": 5},
-        ]))
+        assert_that(
+            summaries,
+            equal_to(
+                [
+                    {
+                        "path": "fr/head/part-00000.parquet",
+                        "language": "fr",
+                        "bucket": "head",
+                        "documents": 1,
+                        "characters": 2,
+                    },
+                    {
+                        "path": "fr/middle/part-00000.parquet",
+                        "language": "fr",
+                        "bucket": "middle",
+                        "documents": 1,
+                        "characters": 4,
+                    },
+                    {
+                        "path": "en/all/part-00000.parquet",
+                        "language": "en",
+                        "bucket": "all",
+                        "documents": 1,
+                        "characters": 3,
+                    },
+                    {
+                        "path": "fr/tail/part-00001.parquet",
+                        "language": "fr",
+                        "bucket": "tail",
+                        "documents": 1,
+                        "characters": 5,
+                    },
+                ]
+            ),
+        )
     assert pq.read_table(tmp_path / "fr/middle/part-00000.parquet").schema == ARROW_SCHEMA
     assert pq.ParquetFile(tmp_path / "fr/head/part-00000.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
     assert not list(tmp_path.rglob("*.tmp*"))
@@ -172,12 +228,33 @@ def test_write_shards_in_ccnets_layout(tmp_path):
     assert data[:10] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # no file name, no time: reproducible
     first, second = (json.loads(line) for line in gzip.decompress(data).splitlines())
     assert list(first) == [
-        "url", "date_download", "digest", "length", "nlines", "source_domain", "title", "raw_content", "cc_segment",
-        "original_nlines", "original_length", "line_ids", "language", "language_score", "perplexity", "bucket",
+        "url",
+        "date_download",
+        "digest",
+        "length",
+        "nlines",
+        "source_domain",
+        "title",
+        "raw_content",
+        "cc_segment",
+        "original_nlines",
+        "original_length",
+        "line_ids",
+        "language",
+        "language_score",
+        "perplexity",
+        "bucket",
     ]
-    assert (first["raw_content"], first["language_score"], first["perplexity"], first["bucket"]) == ("dd", 0.9, 5.0, "head")
+    assert (first["raw_content"], first["language_score"], first["perplexity"], first["bucket"]) == (
+        "dd",
+        0.9,
+        5.0,
+        "head",
+    )
     assert second["raw_content"] == "aaaa"
-    (english,) = (json.loads(line) for line in gzip.decompress((tmp_path / "en_all_0000.json.gz").read_bytes()).splitlines())
+    (english,) = (
+        json.loads(line) for line in gzip.decompress((tmp_path / "en_all_0000.json.gz").read_bytes()).splitlines()
+    )
     assert "perplexity" not in english and english["bucket"] == "all"  # as CCNet, for a language without a model
 
 
@@ -188,13 +265,20 @@ def test_write_shards_groups_segments_in_order(tmp_path):
         cutoffs = p | "Cutoffs" >> beam.Create([{}])
         p | beam.Create(range(5)) | WriteShards(Layout(str(tmp_path)), 2, None, cutoffs)
     folder = tmp_path / "en" / "all"
-    assert sorted(f.name for f in folder.iterdir()) == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert sorted(f.name for f in folder.iterdir()) == [
+        "part-00000.parquet",
+        "part-00001.parquet",
+        "part-00002.parquet",
+    ]
     assert pq.read_table(folder / "part-00001.parquet").column("raw_content").to_pylist() == ["segment 2", "segment 3"]
 
 
 def test_commit_segments(tmp_path):
     bad = BadRecord("invalid_utf8", "seg/a.wet.gz", 10, "<id>", "why", b"\xff")
-    kept = [((3, 2), {**doc("second"), "language": "en", "language_score": 0.9}), ((3, 0), {**doc("first"), "language": "en"})]
+    kept = [
+        ((3, 2), {**doc("second"), "language": "en", "language_score": 0.9}),
+        ((3, 0), {**doc("first"), "language": "en"}),
+    ]
     results = {
         SEEN: [(3, "seg/a.wet.gz")],
         KEPT: kept,
@@ -202,16 +286,24 @@ def test_commit_segments(tmp_path):
         BAD: [(3, bad)],
     }
     with pipeline() as p:
-        out = {tag: p | f"Create{tag}" >> beam.Create(values) for tag, values in results.items()} | CommitSegments(Layout(str(tmp_path)), keep_dropped=True, stages={"not_selected": "lid"})
+        out = {tag: p | f"Create{tag}" >> beam.Create(values) for tag, values in results.items()} | CommitSegments(
+            Layout(str(tmp_path)), keep_dropped=True, stages={"not_selected": "lid"}
+        )
         assert_that(out[KEPT], equal_to([3]), label="committed")
         assert_that(out[PERPLEXITIES], equal_to([]), label="perplexities")
-        assert_that(out["counters"] | beam.Map(lambda c: (c["read/documents"], c["read/bad/invalid_utf8"], c["lid/dropped/not_selected"])),
-                    equal_to([(3, 1, 1)]), label="counters")
+        assert_that(
+            out["counters"]
+            | beam.Map(lambda c: (c["read/documents"], c["read/bad/invalid_utf8"], c["lid/dropped/not_selected"])),
+            equal_to([(3, 1, 1)]),
+            label="counters",
+        )
     marker = json.loads((tmp_path / "_work/segments/00003.json").read_text())
     assert marker["path"] == "seg/a.wet.gz" and marker["counters"]["read/segments"] == 1
     lines = (tmp_path / "quarantine/bad-input/seg_a.wet.gz.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["payload_base64"] == "/w=="
-    assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00003.parquet").column("language").to_pylist() == ["de"]
+    assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00003.parquet").column(
+        "language"
+    ).to_pylist() == ["de"]
     assert pq.read_table(tmp_path / "_work/segments/00003.parquet").column("record").to_pylist() == [0, 2]
 
 
@@ -226,16 +318,25 @@ def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path):
 def test_quality_signals():
     docs = [((0, 0), doc("A full sentence here.\nAnother one!")), ((0, 1), doc("menu\nhome\nlogin"))]
     with pipeline() as p:
-        out = p | beam.Create(docs) | QualitySignals(QualityConfig(min_terminal_punct_frac=0.5))
-        assert_that(out[KEPT] | beam.Map(lambda e: (e[0], e[1]["terminal_punct_frac"], e[1]["short_line_frac"])),
-                    equal_to([((0, 0), 1.0, 1.0)]), label="kept")
-        assert_that(out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])),
-                    equal_to([((0, 1), "quality_terminal_punct_frac")]), label="dropped")
+        out = p | beam.Create(docs) | ApplyStage(QualityFilter(QualityConfig(min_terminal_punct_frac=0.5)))
+        assert_that(
+            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["terminal_punct_frac"], e[1]["short_line_frac"])),
+            equal_to([((0, 0), 1.0, 1.0)]),
+            label="kept",
+        )
+        assert_that(
+            out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])),
+            equal_to([((0, 1), "quality_terminal_punct_frac")]),
+            label="dropped",
+        )
 
 
 def test_perplexity(lm_dir):
     text = "the house is big and we are going home today"
     docs = [((0, 0), doc(text, "en")), ((0, 1), doc(text, "sw"))]
     with pipeline() as p:
-        out = p | beam.Create(docs) | Perplexity(str(lm_dir))
-        assert_that(out | beam.Map(lambda e: (e[0], e[1]["perplexity"] is None)), equal_to([((0, 0), False), ((0, 1), True)]))
+        out = p | beam.Create(docs) | ApplyStage(PerplexityScorer(str(lm_dir)))
+        assert_that(
+            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["perplexity"] is None)),
+            equal_to([((0, 0), False), ((0, 1), True)]),
+        )

@@ -1,4 +1,5 @@
 """WARC input: the main text of HTML responses, with the HTTP or HTML charset honoured."""
+
 import io
 import json
 
@@ -16,11 +17,17 @@ CHINESE = "村里的图书馆每天早上九点开门，星期四很晚才关门
 
 def response(url: str, http_content_type: str, html: bytes) -> bytes:
     http = f"HTTP/1.1 200 OK\r\nContent-Type: {http_content_type}\r\n\r\n".encode("ascii") + html
-    return raw_record({
-        "WARC-Type": "response", "WARC-Target-URI": url, "WARC-Date": "2020-08-10T10:00:00Z",
-        "WARC-Record-ID": f"<urn:uuid:{url[-1]}>", "Content-Type": "application/http; msgtype=response",
-        "Content-Length": str(len(http)),
-    }, http)
+    return raw_record(
+        {
+            "WARC-Type": "response",
+            "WARC-Target-URI": url,
+            "WARC-Date": "2020-08-10T10:00:00Z",
+            "WARC-Record-ID": f"<urn:uuid:{url[-1]}>",
+            "Content-Type": "application/http; msgtype=response",
+            "Content-Length": str(len(http)),
+        },
+        http,
+    )
 
 
 def page(title: str, text: str, meta: str = "") -> str:
@@ -28,15 +35,28 @@ def page(title: str, text: str, meta: str = "") -> str:
 
 
 def warc_file() -> bytes:
-    request = raw_record({"WARC-Type": "request", "WARC-Target-URI": "https://a/1", "WARC-Date": "2020-08-10T10:00:00Z",
-                          "Content-Length": "18"}, b"GET / HTTP/1.1\r\n\r\n")
-    return b"".join([
-        request,
-        response("https://ru.example/1", "text/html; charset=windows-1251", page("Библиотека", RUSSIAN).encode("cp1251")),
-        response("https://zh.example/2", "text/html", page("图书馆", CHINESE, '<meta charset="gbk">').encode("gbk")),
-        response("https://img.example/3", "image/png", b"\x89PNG\r\n\x1a\n"),
-        response("https://empty.example/4", "text/html; charset=utf-8", b""),
-    ])
+    request = raw_record(
+        {
+            "WARC-Type": "request",
+            "WARC-Target-URI": "https://a/1",
+            "WARC-Date": "2020-08-10T10:00:00Z",
+            "Content-Length": "18",
+        },
+        b"GET / HTTP/1.1\r\n\r\n",
+    )
+    return b"".join(
+        [
+            request,
+            response(
+                "https://ru.example/1", "text/html; charset=windows-1251", page("Библиотека", RUSSIAN).encode("cp1251")
+            ),
+            response(
+                "https://zh.example/2", "text/html", page("图书馆", CHINESE, '<meta charset="gbk">').encode("gbk")
+            ),
+            response("https://img.example/3", "image/png", b"\x89PNG\r\n\x1a\n"),
+            response("https://empty.example/4", "text/html; charset=utf-8", b""),
+        ]
+    )
 
 
 def test_charset_of():
@@ -48,7 +68,9 @@ def test_charset_of():
 def test_html_to_text_honours_header_and_meta_charsets():
     title, text = html_to_text(page("Библиотека", RUSSIAN).encode("cp1251"), "text/html; charset=windows-1251")
     assert title == "Библиотека" and RUSSIAN in text
-    title, text = html_to_text(page("图书馆", CHINESE, '<meta http-equiv="Content-Type" content="text/html; charset=gbk">').encode("gbk"))
+    title, text = html_to_text(
+        page("图书馆", CHINESE, '<meta http-equiv="Content-Type" content="text/html; charset=gbk">').encode("gbk")
+    )
     assert title == "图书馆" and CHINESE in text
 
 
@@ -71,7 +93,12 @@ def test_warc_read_as_wet_is_all_non_conversion():
 def test_real_commoncrawl_warc_with_legacy_charsets(tmp_path):
     out = tmp_path / "corpus"
     path = SHARED_DATA / "commoncrawl" / "CC-MAIN-2020-34-sample.warc.gz"
-    assert main(["mine", "--input", str(path), "--output", str(out), "--format", "warc", "--langs", "100", "--min-len", "0"]) == 0
+    assert (
+        main(
+            ["mine", "--input", str(path), "--output", str(out), "--format", "warc", "--langs", "100", "--min-len", "0"]
+        )
+        == 0
+    )
     stats = json.loads((out / "stats.json").read_text())
     assert stats["documents_read"] == 16 and stats["bad_records"] == {}
     identified = stats["identified_languages"]

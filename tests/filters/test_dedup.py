@@ -15,7 +15,6 @@ from filters.dedup import (
 )
 from filters.document import make_document
 
-
 # CCNet's own values: cc_net.dedup.str_hash(cc_net.text_normalizer.normalize_for_dedup(line)),
 # computed with CCNet's code (facebookresearch/cc_net at bda555b).
 CCNET_HASHES = {
@@ -44,7 +43,9 @@ def _dedup(segments, mode, partitions=4):
     """Run the three dedup steps in memory over {segment: [content, ...]}."""
     per_partition = {}
     for segment, contents in segments.items():
-        parts = split_by_partition(*segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).normalize), partitions)
+        parts = split_by_partition(
+            *segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).normalize), partitions
+        )
         for partition, (hashes, positions) in enumerate(parts):
             per_partition.setdefault(partition, []).append((segment, hashes, positions))
     removed = {}
@@ -55,7 +56,10 @@ def _dedup(segments, mode, partitions=4):
     for segment, contents in segments.items():
         by_record = removed_lines_by_record(np.concatenate(removed.get(segment, [np.empty(0, np.uint64)])))
         result[segment] = [
-            remove_lines(make_document(url="u", date_download="d", digest="x", title="t", raw_content=c, cc_segment="s"), by_record.get(i, frozenset()))["raw_content"]
+            remove_lines(
+                make_document(url="u", date_download="d", digest="x", title="t", raw_content=c, cc_segment="s"),
+                by_record.get(i, frozenset()),
+            )["raw_content"]
             for i, c in enumerate(contents)
         ]
     return result
@@ -91,8 +95,13 @@ def test_ccnet_mode_gives_ccnets_result(segments):
 def test_ccnet_mode_recounts_line_ids_as_ccnet():
     removed = find_removed_lines([(0, *segment_line_hashes(enumerate(CCNET_PAGES)))], "ccnet")
     by_record = removed_lines_by_record(removed[0])
-    docs = [make_document(url="u", date_download="d", digest="x", title="t", raw_content=c, cc_segment="s") for c in CCNET_PAGES]
-    assert [remove_lines(doc, by_record.get(i, frozenset()))["line_ids"] for i, doc in enumerate(docs)] == CCNET_LINE_IDS
+    docs = [
+        make_document(url="u", date_download="d", digest="x", title="t", raw_content=c, cc_segment="s")
+        for c in CCNET_PAGES
+    ]
+    assert [
+        remove_lines(doc, by_record.get(i, frozenset()))["line_ids"] for i, doc in enumerate(docs)
+    ] == CCNET_LINE_IDS
 
 
 def test_ccnet_mode_keeps_punctuation_variants_and_one_copy_of_a_page_repeat():
@@ -134,7 +143,9 @@ def test_segment_line_hashes_split_by_partition():
 
 
 def test_remove_lines_recounts():
-    doc = make_document(url="https://a.b/c", date_download="d", digest="x", title="t", raw_content="one\ntwo\nthree", cc_segment="s")
+    doc = make_document(
+        url="https://a.b/c", date_download="d", digest="x", title="t", raw_content="one\ntwo\nthree", cc_segment="s"
+    )
     out = remove_lines(doc, frozenset({1}))
     assert (out["raw_content"], out["nlines"], out["length"]) == ("one\nthree", 2, 9)
     assert (out["original_nlines"], out["original_length"], out["line_ids"]) == (3, 13, [0, 2])

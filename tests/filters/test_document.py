@@ -3,8 +3,22 @@ import pyarrow as pa
 from filters.document import ARROW_SCHEMA, FIELDS, make_document, segment_name
 
 CCNET_FIELDS = (
-    "url", "date_download", "digest", "source_domain", "title", "raw_content", "length", "nlines",
-    "original_length", "original_nlines", "line_ids", "language", "language_score", "perplexity", "bucket", "cc_segment",
+    "url",
+    "date_download",
+    "digest",
+    "source_domain",
+    "title",
+    "raw_content",
+    "length",
+    "nlines",
+    "original_length",
+    "original_nlines",
+    "line_ids",
+    "language",
+    "language_score",
+    "perplexity",
+    "bucket",
+    "cc_segment",
 )
 
 
@@ -17,8 +31,12 @@ def test_schema_has_ccnet_field_names_then_quality_signals():
 
 def test_make_document_fills_counts_and_defaults():
     doc = make_document(
-        url="https://www.example.org:8080/a?b=1", date_download="2019-02-15T19:15:59Z",
-        digest="sha1:ABC", title="Title", raw_content="héllo\nwörld", cc_segment="seg.warc.wet.gz",
+        url="https://www.example.org:8080/a?b=1",
+        date_download="2019-02-15T19:15:59Z",
+        digest="sha1:ABC",
+        title="Title",
+        raw_content="héllo\nwörld",
+        cc_segment="seg.warc.wet.gz",
     )
     assert doc["source_domain"] == "www.example.org:8080"
     assert (doc["length"], doc["nlines"], doc["original_length"], doc["original_nlines"]) == (11, 2, 11, 2)

@@ -9,31 +9,30 @@ import pytest
 from filters.normalize import normalize_for_dedup, normalize_for_dedup_strict, normalize_for_lm, normalize_lines_for_lm
 from tests.helpers import SHARED_DATA
 
-
 # Literal outputs of CCNet's own code (cc_net/text_normalizer.py at facebookresearch/cc_net bda555b),
 # computed outside the project: normalize_for_dedup must give exactly these.
 CCNET_DEDUP = {
-    'E?': 'e?',
-    'a\tb': 'ab',
-    'a  b': 'a  b',
-    'a\xa0b': 'a\xa0b',
-    'a～': 'a',
-    'a►b': 'ab',
-    'Hello, World!': 'hello, world!',
-    '  Price: 12,99 €  ': 'price: 00,00 €',
-    '東京は２０２０年に…': '東京は0000年に',
-    'Привет,   МИР!!': 'привет,   мир!!',
-    'مرحبا، ٣ أيام': 'مرحبا، 0 أيام',
-    '\u200bzero\u200dwidth\ttab': '\u200bzero\u200dwidthtab',
-    '«Quoted» ¿question?': 'quoted ¿question?',
-    'a | b © c': 'a | b © c',
-    '': '',
-    '１２３': '000',
-    '\x01 a\x02': ' a',
-    'İstanbul': 'i̇stanbul',
-    'ΣΟΦΟΣ': 'σοφος',
-    'x\x85y': 'xy',
-    '\x1cab\x1d': 'ab',
+    "E?": "e?",
+    "a\tb": "ab",
+    "a  b": "a  b",
+    "a\xa0b": "a\xa0b",
+    "a～": "a",
+    "a►b": "ab",
+    "Hello, World!": "hello, world!",
+    "  Price: 12,99 €  ": "price: 00,00 €",
+    "東京は２０２０年に…": "東京は0000年に",
+    "Привет,   МИР!!": "привет,   мир!!",
+    "مرحبا، ٣ أيام": "مرحبا، 0 أيام",
+    "\u200bzero\u200dwidth\ttab": "\u200bzero\u200dwidthtab",
+    "«Quoted» ¿question?": "quoted ¿question?",
+    "a | b © c": "a | b © c",
+    "": "",
+    "１２３": "000",
+    "\x01 a\x02": " a",
+    "İstanbul": "i̇stanbul",
+    "ΣΟΦΟΣ": "σοφος",
+    "x\x85y": "xy",
+    "\x1cab\x1d": "ab",
 }
 
 
@@ -206,10 +205,10 @@ def test_normalize_for_dedup_strict(line, expected):
 
 # CCNet's normalize() of whole multi-line texts, from its code: the newlines go (non-printing).
 CCNET_LM_TEXTS = {
-    'Line one.\nLine two — ２ «ok»': 'line one.line two  -  0 "ok"',
-    '  Ça coûte 3€ — vraiment ?  \n\tSecond line\n': 'ca coute 0€  -  vraiment ?  second line',
-    '한국\nΟΔΟΣ': '한국οδος',
-    'a\r\nb': 'ab',
+    "Line one.\nLine two — ２ «ok»": 'line one.line two  -  0 "ok"',
+    "  Ça coûte 3€ — vraiment ?  \n\tSecond line\n": "ca coute 0€  -  vraiment ?  second line",
+    "한국\nΟΔΟΣ": "한국οδος",
+    "a\r\nb": "ab",
 }
 
 
@@ -243,7 +242,9 @@ def test_vectorized_lm_normalization_equals_line_by_line():
     from ccnet_pipeline.sample import SampleConfig, generate_pages
     from tests.helpers import TEXT
 
-    pages = [p.text for segment in generate_pages(SampleConfig(segments=1, docs_per_segment=300, seed=2)) for p in segment]
+    pages = [
+        p.text for segment in generate_pages(SampleConfig(segments=1, docs_per_segment=300, seed=2)) for p in segment
+    ]
     edge = "  Ça — va?\t\n\x01 ＡＢＣ１２３ …  \n\n한국어 텍스트\nΟΔΟΣ ΣΟΦΟΣ\n\U0001d7d8 digit \u200b"
     for text in pages + list(TEXT.values()) + [edge, "", "plain ascii\nLINES"]:
         assert normalize_lines_for_lm(text) == [normalize_for_lm(line) for line in text.split("\n")]

@@ -14,14 +14,25 @@ from filters.perplexity import (
     read_cutoffs,
 )
 
-
 # Documents and the perplexity CCNet's own mine steps give them (cc_net/perplexity.py:
 # MultiSentencePiece(normalize=True) then DocLM(normalize=False), CCNet at bda555b) with the
 # lm_dir fixture's models; a text that normalizes to nothing gets no perplexity there either.
 CCNET_PERPLEXITY = [
-    ("en", "The village library opens every morning at nine.\nIt closes late on Thursdays, when volunteers read stories to children.\nOlder residents learn to use the computers there.", 472.4),
-    ("fr", "La bibliothèque du village ouvre chaque matin à neuf heures.\nElle ferme tard le jeudi, quand des bénévoles lisent des histoires aux enfants.\nLes anciens y apprennent l'informatique.", 849.7),
-    ("de", "Die Dorfbibliothek öffnet jeden Morgen um neun Uhr.\nDonnerstags schließt sie spät, wenn Freiwillige den Kindern vorlesen.\nÄltere Bewohner lernen dort den Computer.", 1200.9),
+    (
+        "en",
+        "The village library opens every morning at nine.\nIt closes late on Thursdays, when volunteers read stories to children.\nOlder residents learn to use the computers there.",
+        472.4,
+    ),
+    (
+        "fr",
+        "La bibliothèque du village ouvre chaque matin à neuf heures.\nElle ferme tard le jeudi, quand des bénévoles lisent des histoires aux enfants.\nLes anciens y apprennent l'informatique.",
+        849.7,
+    ),
+    (
+        "de",
+        "Die Dorfbibliothek öffnet jeden Morgen um neun Uhr.\nDonnerstags schließt sie spät, wenn Freiwillige den Kindern vorlesen.\nÄltere Bewohner lernen dort den Computer.",
+        1200.9,
+    ),
     ("en", "Prices: 12,99 € — « cheap »\nCall 555-0199 now!!\n東京は２０２０年に…", 4292.6),
     ("en", "\x01\x02\n\x03", None),
 ]
@@ -87,7 +98,9 @@ def test_ccnet_perplexity_scores_the_document_as_one_sentence(lm_dir):
     lm = kenlm.Model(str(lm_dir / "en.arpa.bin"))
     pieces = sp.encode_as_pieces("the house is big.we are going home, today!")  # newline deleted
     expected = 10 ** (-lm.score(" ".join(pieces)) / (len(pieces) + 1))
-    assert LanguageModel(str(lm_dir), "en").perplexity("The house is big.\nWe are going home, today!") == round(expected, 1)
+    assert LanguageModel(str(lm_dir), "en").perplexity("The house is big.\nWe are going home, today!") == round(
+        expected, 1
+    )
 
 
 @pytest.mark.parametrize("language, text, expected", CCNET_PERPLEXITY)
@@ -163,108 +176,114 @@ def test_bucket_percentiles_are_configurable():
 
 
 # Three columns (de, en, zh) of CCNet's real cc_net/data/cutoff.csv: percentiles 0..99, no row 100.
-CCNET_CUTOFF_CSV = ",de,en,zh\n" + "\n".join("""
-0,0,0,10
-1,150,160,600
-2,170,180,750
-3,190,200,840
-4,200,210,900
-5,210,220,950
-6,220,230,990
-7,230,230,1030
-8,230,240,1060
-9,240,250,1090
-10,250,250,1110
-11,250,260,1140
-12,260,260,1160
-13,270,270,1180
-14,270,270,1200
-15,280,280,1220
-16,280,280,1240
-17,290,280,1260
-18,300,290,1270
-19,300,290,1290
-20,310,300,1310
-21,310,300,1320
-22,320,300,1340
-23,320,310,1350
-24,330,310,1370
-25,340,320,1380
-26,340,320,1400
-27,350,320,1410
-28,350,330,1430
-29,360,330,1440
-30,370,340,1460
-31,370,340,1470
-32,380,350,1490
-33,380,350,1500
-34,390,350,1520
-35,400,360,1530
-36,400,360,1540
-37,410,370,1560
-38,410,370,1570
-39,420,380,1590
-40,430,380,1610
-41,430,390,1620
-42,440,390,1640
-43,450,400,1650
-44,450,400,1670
-45,460,410,1690
-46,470,420,1700
-47,470,420,1720
-48,480,430,1740
-49,490,440,1750
-50,500,440,1770
-51,500,450,1790
-52,510,460,1810
-53,520,460,1830
-54,530,470,1840
-55,540,480,1860
-56,550,490,1880
-57,560,500,1900
-58,570,510,1920
-59,580,510,1940
-60,590,520,1950
-61,600,530,1970
-62,610,550,2000
-63,620,560,2020
-64,630,570,2040
-65,640,580,2060
-66,660,600,2090
-67,670,610,2120
-68,680,630,2140
-69,700,640,2170
-70,710,660,2200
-71,730,680,2230
-72,740,700,2260
-73,760,720,2290
-74,780,740,2320
-75,800,770,2350
-76,820,800,2390
-77,840,830,2420
-78,860,860,2460
-79,890,890,2500
-80,920,930,2540
-81,950,970,2590
-82,980,1010,2630
-83,1010,1060,2680
-84,1050,1110,2730
-85,1100,1170,2780
-86,1150,1230,2830
-87,1200,1300,2890
-88,1260,1380,2950
-89,1340,1460,3020
-90,1420,1570,3090
-91,1530,1700,3160
-92,1660,1860,3240
-93,1830,2060,3320
-94,2060,2270,3400
-95,2350,2520,3490
-96,2690,2750,3590
-97,3140,3260,3680
-98,3560,3460,3780
-99,3560,3590,3890
-""".split()) + "\n"
+CCNET_CUTOFF_CSV = (
+    ",de,en,zh\n"
+    + "\n".join(
+        [
+            "0,0,0,10",
+            "1,150,160,600",
+            "2,170,180,750",
+            "3,190,200,840",
+            "4,200,210,900",
+            "5,210,220,950",
+            "6,220,230,990",
+            "7,230,230,1030",
+            "8,230,240,1060",
+            "9,240,250,1090",
+            "10,250,250,1110",
+            "11,250,260,1140",
+            "12,260,260,1160",
+            "13,270,270,1180",
+            "14,270,270,1200",
+            "15,280,280,1220",
+            "16,280,280,1240",
+            "17,290,280,1260",
+            "18,300,290,1270",
+            "19,300,290,1290",
+            "20,310,300,1310",
+            "21,310,300,1320",
+            "22,320,300,1340",
+            "23,320,310,1350",
+            "24,330,310,1370",
+            "25,340,320,1380",
+            "26,340,320,1400",
+            "27,350,320,1410",
+            "28,350,330,1430",
+            "29,360,330,1440",
+            "30,370,340,1460",
+            "31,370,340,1470",
+            "32,380,350,1490",
+            "33,380,350,1500",
+            "34,390,350,1520",
+            "35,400,360,1530",
+            "36,400,360,1540",
+            "37,410,370,1560",
+            "38,410,370,1570",
+            "39,420,380,1590",
+            "40,430,380,1610",
+            "41,430,390,1620",
+            "42,440,390,1640",
+            "43,450,400,1650",
+            "44,450,400,1670",
+            "45,460,410,1690",
+            "46,470,420,1700",
+            "47,470,420,1720",
+            "48,480,430,1740",
+            "49,490,440,1750",
+            "50,500,440,1770",
+            "51,500,450,1790",
+            "52,510,460,1810",
+            "53,520,460,1830",
+            "54,530,470,1840",
+            "55,540,480,1860",
+            "56,550,490,1880",
+            "57,560,500,1900",
+            "58,570,510,1920",
+            "59,580,510,1940",
+            "60,590,520,1950",
+            "61,600,530,1970",
+            "62,610,550,2000",
+            "63,620,560,2020",
+            "64,630,570,2040",
+            "65,640,580,2060",
+            "66,660,600,2090",
+            "67,670,610,2120",
+            "68,680,630,2140",
+            "69,700,640,2170",
+            "70,710,660,2200",
+            "71,730,680,2230",
+            "72,740,700,2260",
+            "73,760,720,2290",
+            "74,780,740,2320",
+            "75,800,770,2350",
+            "76,820,800,2390",
+            "77,840,830,2420",
+            "78,860,860,2460",
+            "79,890,890,2500",
+            "80,920,930,2540",
+            "81,950,970,2590",
+            "82,980,1010,2630",
+            "83,1010,1060,2680",
+            "84,1050,1110,2730",
+            "85,1100,1170,2780",
+            "86,1150,1230,2830",
+            "87,1200,1300,2890",
+            "88,1260,1380,2950",
+            "89,1340,1460,3020",
+            "90,1420,1570,3090",
+            "91,1530,1700,3160",
+            "92,1660,1860,3240",
+            "93,1830,2060,3320",
+            "94,2060,2270,3400",
+            "95,2350,2520,3490",
+            "96,2690,2750,3590",
+            "97,3140,3260,3680",
+            "98,3560,3460,3780",
+            "99,3560,3590,3890",
+        ]
+    )
+    + "\n"
+)
 
 
 def test_read_ccnets_real_cutoff_csv(tmp_path):
@@ -275,7 +294,12 @@ def test_read_ccnets_real_cutoff_csv(tmp_path):
     assert all(len(values) == 100 for values in cutoffs.values())
     assert (cutoffs["en"][30], cutoffs["en"][60], cutoffs["zh"][99]) == (340.0, 520.0, 3890.0)
     config = BucketConfig()
-    assert [bucket(v, "en", cutoffs, config) for v in (339.9, 340.0, 519.9, 520.0)] == ["head", "middle", "middle", "tail"]
+    assert [bucket(v, "en", cutoffs, config) for v in (339.9, 340.0, 519.9, 520.0)] == [
+        "head",
+        "middle",
+        "middle",
+        "tail",
+    ]
     written = tmp_path / "written.csv"
     written.write_text(format_cutoffs(cutoffs))
     assert written.read_text().splitlines()[0] == ",de,en,zh"

@@ -1,5 +1,6 @@
 """Bad input at scale: every kind of broken input in one job; the job finishes, each bad record is
 counted by kind and quarantined, and every good document is kept."""
+
 import gzip
 import json
 
@@ -13,9 +14,14 @@ GOOD_PER_FILE = 3
 
 
 def headers(name, length, **extra):
-    values = {"WARC-Type": "conversion", "WARC-Target-URI": f"https://bad.example/{name}",
-              "WARC-Date": "2019-02-16T04:15:08Z", "WARC-Record-ID": f"<urn:uuid:{name}>",
-              "Content-Type": "text/plain", "Content-Length": str(length)}
+    values = {
+        "WARC-Type": "conversion",
+        "WARC-Target-URI": f"https://bad.example/{name}",
+        "WARC-Date": "2019-02-16T04:15:08Z",
+        "WARC-Record-ID": f"<urn:uuid:{name}>",
+        "Content-Type": "text/plain",
+        "Content-Length": str(length),
+    }
     values.update(extra)
     return {k: v for k, v in values.items() if v is not None}
 
@@ -50,7 +56,7 @@ def corpus(tmp_path_factory):
     wet = root / "wet"
     bad = bad_records()
     members = []
-    for i, (kind, member) in enumerate(bad.items()):
+    for i, member in enumerate(bad.values()):
         members.append(good(0, i))
         if member is not None:
             members.append(member)
@@ -64,11 +70,28 @@ def corpus(tmp_path_factory):
     write_wet_file(root / "e.warc.wet.gz", [good(2, i) for i in range(GOOD_PER_FILE)])
     truncated = (root / "e.warc.wet.gz").read_bytes()
     (wet / "e-truncated.warc.wet.gz").write_bytes(truncated[: len(truncated) - 40])  # cut inside its last record
-    warc = gzip.compress(b"WARC/1.0\r\nWARC-Type: request\r\nWARC-Target-URI: https://x/\r\nWARC-Date: 2019-02-16T04:15:08Z\r\nContent-Length: 4\r\n\r\nGET \r\n\r\n")
+    warc = gzip.compress(
+        b"WARC/1.0\r\nWARC-Type: request\r\nWARC-Target-URI: https://x/\r\nWARC-Date: 2019-02-16T04:15:08Z\r\nContent-Length: 4\r\n\r\nGET \r\n\r\n"
+    )
     (wet / "f-warc-as-wet.warc.wet.gz").write_bytes(warc)
     out = root / "corpus"
-    code = main(["mine", "--input", str(wet / "*.warc.wet.gz"), "--output", str(out), "--langs", "en",
-                 "--min-len", "50", "--max-record-bytes", "100000", "--dedup", "keep-first"])
+    code = main(
+        [
+            "mine",
+            "--input",
+            str(wet / "*.warc.wet.gz"),
+            "--output",
+            str(out),
+            "--langs",
+            "en",
+            "--min-len",
+            "50",
+            "--max-record-bytes",
+            "100000",
+            "--dedup",
+            "keep-first",
+        ]
+    )
     assert code == 0
     return out, len(bad)
 
@@ -79,7 +102,9 @@ def test_every_kind_is_counted_and_quarantined(corpus):
     expected = set(bad_records()) | {"empty_file", "truncated_gzip"}
     assert set(stats["bad_records"]) >= expected, set(stats["bad_records"]) ^ expected
     assert len(expected) >= 12
-    quarantined = [json.loads(line) for f in (out / "quarantine" / "bad-input").iterdir() for line in f.read_text().splitlines()]
+    quarantined = [
+        json.loads(line) for f in (out / "quarantine" / "bad-input").iterdir() for line in f.read_text().splitlines()
+    ]
     assert sum(stats["bad_records"].values()) == len(quarantined)
     assert {q["kind"] for q in quarantined} == set(stats["bad_records"])
 

@@ -1,5 +1,6 @@
 """CCNet interop both ways: `mine --output-format ccnet` writes CCNet's layout, `import-ccnet`
 turns CCNet's output (or Dolma's wrapping of it) into this project's Parquet corpus."""
+
 import gzip
 import json
 from pathlib import Path
@@ -24,8 +25,18 @@ def sample(tmp_path_factory):
 
 
 def mine(sample: Path, output: Path, lm_dir: Path, *extra: str) -> dict:
-    argv = ["mine", "--input", str(sample / "wet" / "*.warc.wet.gz"), "--output", str(output),
-            "--langs", "en,de,fr,es,ru", "--lm-dir", str(lm_dir), *extra]
+    argv = [
+        "mine",
+        "--input",
+        str(sample / "wet" / "*.warc.wet.gz"),
+        "--output",
+        str(output),
+        "--langs",
+        "en,de,fr,es,ru",
+        "--lm-dir",
+        str(lm_dir),
+        *extra,
+    ]
     assert main(argv) == 0
     return json.loads((output / "stats.json").read_text())
 
@@ -53,7 +64,11 @@ def test_ccnet_layout_and_fields(both):
     with gzip.open(ccnet / "en_head_0000.json.gz", "rt", encoding="utf-8") as handle:
         record = json.loads(handle.readline())
     assert list(record) == list(CCNET_FIELDS)
-    assert record["language"] == "en" and record["bucket"] == "head" and round(record["language_score"], 2) == record["language_score"]
+    assert (
+        record["language"] == "en"
+        and record["bucket"] == "head"
+        and round(record["language_score"], 2) == record["language_score"]
+    )
     with gzip.open(ccnet / "es_all_0000.json.gz", "rt", encoding="utf-8") as handle:
         assert "perplexity" not in json.loads(handle.readline())  # no model for es, as CCNet
 
@@ -76,19 +91,48 @@ def test_a_ccnet_layout_corpus_is_refused_by_the_sampler_with_a_pointer(both):
 
 def test_plain_ccnet_record():
     record = {
-        "url": "https://ex.org/a", "date_download": "2019-02-16T04:15:08Z", "digest": "sha1:ABC", "length": 20,
-        "nlines": 2, "source_domain": "ex.org", "title": "T", "raw_content": "First line.\nSecond line.",
-        "cc_segment": "crawl-data/CC-MAIN-2019-09/x.warc.wet.gz", "original_nlines": 5, "original_length": 80,
-        "line_ids": [0, 3], "language": "zh", "language_score": 0.97, "perplexity": 210.3, "bucket": "head",
+        "url": "https://ex.org/a",
+        "date_download": "2019-02-16T04:15:08Z",
+        "digest": "sha1:ABC",
+        "length": 20,
+        "nlines": 2,
+        "source_domain": "ex.org",
+        "title": "T",
+        "raw_content": "First line.\nSecond line.",
+        "cc_segment": "crawl-data/CC-MAIN-2019-09/x.warc.wet.gz",
+        "original_nlines": 5,
+        "original_length": 80,
+        "line_ids": [0, 3],
+        "language": "zh",
+        "language_score": 0.97,
+        "perplexity": 210.3,
+        "bucket": "head",
     }
     doc = from_ccnet(record)
-    assert (doc["raw_content"], doc["length"], doc["nlines"], doc["line_ids"]) == ("First line.\nSecond line.", 24, 2, [0, 3])
-    assert (doc["original_nlines"], doc["original_length"], doc["language"], doc["perplexity"], doc["bucket"]) == (5, 80, "zh", 210.3, "head")
+    assert (doc["raw_content"], doc["length"], doc["nlines"], doc["line_ids"]) == (
+        "First line.\nSecond line.",
+        24,
+        2,
+        [0, 3],
+    )
+    assert (doc["original_nlines"], doc["original_length"], doc["language"], doc["perplexity"], doc["bucket"]) == (
+        5,
+        80,
+        "zh",
+        210.3,
+        "head",
+    )
     assert doc["duplicate_line_frac"] == 0.6 and doc["terminal_punct_frac"] == 1.0
     assert from_ccnet({**record, "perplexity": -1})["perplexity"] is None  # CCNet's "no perplexity"
-    for broken, message in (({"raw_content": None}, "no text"), ({"url": ""}, "no url"), ({"bucket": "a/b"}, "bucket"),
-                            ({"language": None}, "language"), ({"language": "../en"}, "language"),
-                            ({"original_nlines": "5"}, "original_nlines"), ({"language_score": "high"}, "language_score")):
+    for broken, message in (
+        ({"raw_content": None}, "no text"),
+        ({"url": ""}, "no url"),
+        ({"bucket": "a/b"}, "bucket"),
+        ({"language": None}, "language"),
+        ({"language": "../en"}, "language"),
+        ({"original_nlines": "5"}, "original_nlines"),
+        ({"language_score": "high"}, "language_score"),
+    ):
         with pytest.raises(ValueError, match=message):
             from_ccnet({**record, **broken})
 
@@ -124,7 +168,10 @@ def test_bad_lines_are_quarantined_and_the_rest_kept(tmp_path):
     folder = tmp_path / "ccnet"
     folder.mkdir()
     (folder / "en_all_0000.json.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
-    pages = [json.dumps({**good, "url": f"https://ex.org/3/{i}", "raw_content": f"Page number {i} of fifty."}) for i in range(50)]
+    pages = [
+        json.dumps({**good, "url": f"https://ex.org/3/{i}", "raw_content": f"Page number {i} of fifty."})
+        for i in range(50)
+    ]
     whole = gzip.compress(("\n".join(pages) + "\n").encode(), mtime=0)
     (folder / "en_all_0001.json.gz").write_bytes(whole[: len(whole) - 30])  # cut inside the stream
     out = tmp_path / "corpus"
@@ -133,6 +180,17 @@ def test_bad_lines_are_quarantined_and_the_rest_kept(tmp_path):
     assert stats["bad_records"] == {"invalid_json": 2, "malformed_record": 1, "truncated_gzip": 1}
     kept = [row["url"] for path in sorted(out.glob("en/all/*.parquet")) for row in pq.read_table(path).to_pylist()]
     assert kept[:2] == ["https://ex.org/1", "https://ex.org/2"]
-    assert 30 <= len(kept) - 2 < 50 and kept[2:] == [f"https://ex.org/3/{i}" for i in range(len(kept) - 2)]  # before the cut
-    quarantined = [json.loads(line) for f in sorted((out / "quarantine" / "bad-input").iterdir()) for line in f.read_text().splitlines()]
-    assert sorted(q["kind"] for q in quarantined) == ["invalid_json", "invalid_json", "malformed_record", "truncated_gzip"]
+    assert 30 <= len(kept) - 2 < 50 and kept[2:] == [
+        f"https://ex.org/3/{i}" for i in range(len(kept) - 2)
+    ]  # before the cut
+    quarantined = [
+        json.loads(line)
+        for f in sorted((out / "quarantine" / "bad-input").iterdir())
+        for line in f.read_text().splitlines()
+    ]
+    assert sorted(q["kind"] for q in quarantined) == [
+        "invalid_json",
+        "invalid_json",
+        "malformed_record",
+        "truncated_gzip",
+    ]

@@ -1,6 +1,7 @@
 """Input globs that match more than files: directories are skipped before the job starts; broken
 links, link loops, FIFOs and files that vanish after listing are counted as ``unreadable_file``
 and quarantined, and every document of the good segments is kept."""
+
 import json
 import logging
 import os
@@ -81,7 +82,9 @@ def test_listing_skips_directories_and_keeps_broken_entries(segments, tmp_path, 
     assert listed == [f"{folder}/{name}" for name in (GOOD, *UNREADABLE)]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2, warnings
-    assert warnings[0] == f"skipping 3 directories the input glob matches: {folder}/dirlink, {folder}/empty, {folder}/sub1"
+    assert (
+        warnings[0] == f"skipping 3 directories the input glob matches: {folder}/dirlink, {folder}/empty, {folder}/sub1"
+    )
     assert warnings[1].endswith(", ".join(f"{folder}/{name}" for name in UNREADABLE))
     assert list_segments([f"{folder}/**"]) == sorted(
         [f"{folder}/{name}" for name in (GOOD, *UNREADABLE)] + [f"{folder}/sub1/inner.warc.wet.gz"]
@@ -110,7 +113,9 @@ def test_a_glob_of_only_directories_or_broken_links_is_one_line_error(segments, 
     folder = messy_folder(tmp_path, segments[0])
     assert main(["mine", "--input", f"{folder}/{pattern}", "--output", str(tmp_path / "out"), "--langs", "en"]) == 2
     error = capsys.readouterr().err
-    assert error.startswith(f"error: the input glob matches no file: {folder}/{pattern} (only directories or broken links: ")
+    assert error.startswith(
+        f"error: the input glob matches no file: {folder}/{pattern} (only directories or broken links: "
+    )
     assert error.count("\n") == 1 and "Traceback" not in error
     assert not (tmp_path / "out").exists()
 

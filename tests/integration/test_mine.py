@@ -1,4 +1,5 @@
 """End to end: `python -m ccnet_pipeline mine` on WET files the tests write."""
+
 import hashlib
 import json
 from pathlib import Path
@@ -22,25 +23,48 @@ def handmade(tmp_path_factory):
     junk, bad records."""
     root = tmp_path_factory.mktemp("wet")
     bad_text = b"Title\nCaf\xe9"
-    write_wet_file(root / "seg-0.warc.wet.gz", [
-        page(0, "\n".join(BOILERPLATE + [paragraphs("en", 3, "enfirst")])),
-        page(1, "\n".join(BOILERPLATE + [paragraphs("fr", 3, "frfirst")])),
-        page(2, "404 Not Found"),
-        raw_record({"WARC-Type": "conversion", "WARC-Target-URI": "https://bad/1", "WARC-Date": "2019-02-16T04:15:08Z",
-                    "Content-Length": str(len(bad_text))}, bad_text),
-    ])
-    write_wet_file(root / "seg-1.warc.wet.gz", [
-        page(3, "\n".join(BOILERPLATE + [paragraphs("de", 3, "defirst")])),
-        page(4, "\n".join([paragraphs("en", 3, "ensecond")] + BOILERPLATE)),
-        page(5, paragraphs("ru", 3, "rufirst")),  # outside the selection below
-        raw_record({"WARC-Type": "conversion", "WARC-Target-URI": "https://bad/2", "WARC-Date": "2019-02-16T04:15:08Z",
-                    "Content-Length": "0"}, b""),
-    ])
-    write_wet_file(root / "seg-2.warc.wet.gz", [
-        page(6, paragraphs("is", 3, "isfirst")),
-        page(7, "\n".join(BOILERPLATE + [paragraphs("en", 3, "enfirst")])),  # copy of page 0
-        page(8, paragraphs("es", 3, "esfirst")),
-    ])
+    write_wet_file(
+        root / "seg-0.warc.wet.gz",
+        [
+            page(0, "\n".join(BOILERPLATE + [paragraphs("en", 3, "enfirst")])),
+            page(1, "\n".join(BOILERPLATE + [paragraphs("fr", 3, "frfirst")])),
+            page(2, "404 Not Found"),
+            raw_record(
+                {
+                    "WARC-Type": "conversion",
+                    "WARC-Target-URI": "https://bad/1",
+                    "WARC-Date": "2019-02-16T04:15:08Z",
+                    "Content-Length": str(len(bad_text)),
+                },
+                bad_text,
+            ),
+        ],
+    )
+    write_wet_file(
+        root / "seg-1.warc.wet.gz",
+        [
+            page(3, "\n".join(BOILERPLATE + [paragraphs("de", 3, "defirst")])),
+            page(4, "\n".join([paragraphs("en", 3, "ensecond")] + BOILERPLATE)),
+            page(5, paragraphs("ru", 3, "rufirst")),  # outside the selection below
+            raw_record(
+                {
+                    "WARC-Type": "conversion",
+                    "WARC-Target-URI": "https://bad/2",
+                    "WARC-Date": "2019-02-16T04:15:08Z",
+                    "Content-Length": "0",
+                },
+                b"",
+            ),
+        ],
+    )
+    write_wet_file(
+        root / "seg-2.warc.wet.gz",
+        [
+            page(6, paragraphs("is", 3, "isfirst")),
+            page(7, "\n".join(BOILERPLATE + [paragraphs("en", 3, "enfirst")])),  # copy of page 0
+            page(8, paragraphs("es", 3, "esfirst")),
+        ],
+    )
     return root
 
 
@@ -69,16 +93,27 @@ def test_end_to_end_on_known_input(handmade, tmp_path):
     assert english[0]["language"] == "en" and english[0]["language_score"] > 0.5
     assert english[0]["bucket"] == "all" and english[0]["perplexity"] is None
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == [
-        "de/all/part-00001.parquet", "en/all/part-00001.parquet", "es/all/part-00002.parquet",
-        "fr/all/part-00000.parquet", "is/all/part-00002.parquet",
+        "de/all/part-00001.parquet",
+        "en/all/part-00001.parquet",
+        "es/all/part-00002.parquet",
+        "fr/all/part-00000.parquet",
+        "is/all/part-00002.parquet",
     ]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["documents"] == 5
-    assert manifest["languages"]["en"]["all"] == {"documents": 1, "characters": len(english[0]["raw_content"]), "files": 1}
+    assert manifest["languages"]["en"]["all"] == {
+        "documents": 1,
+        "characters": len(english[0]["raw_content"]),
+        "files": 1,
+    }
     assert manifest["config"]["lid"]["languages"] == ["en", "fr", "de", "es", "is"]
     assert manifest["config"]["dedup"] == {"mode": "ccnet", "hash_partitions": 16, "min_len": 200}
     assert stats["output"]["is"]["all"]["documents"] == 1
-    quarantined = [json.loads(line) for f in sorted((out / "quarantine/bad-input").iterdir()) for line in f.read_text().splitlines()]
+    quarantined = [
+        json.loads(line)
+        for f in sorted((out / "quarantine/bad-input").iterdir())
+        for line in f.read_text().splitlines()
+    ]
     assert sorted(q["kind"] for q in quarantined) == ["empty_record", "invalid_utf8"]
 
 
@@ -109,8 +144,22 @@ def test_lid_scores_are_rounded_to_two_decimals_as_ccnet(handmade, tmp_path):
 
 def test_the_projects_own_modes_run_and_are_recorded(handmade, lm_dir, tmp_path):
     out = tmp_path / "corpus"
-    stats = mine(handmade, out, "--langs", "en,fr,de,es,is", "--min-len", "200", "--dedup", "strict",
-                 "--lid-mode", "spaced", "--perplexity", "lines", "--lm-dir", str(lm_dir))
+    stats = mine(
+        handmade,
+        out,
+        "--langs",
+        "en,fr,de,es,is",
+        "--min-len",
+        "200",
+        "--dedup",
+        "strict",
+        "--lid-mode",
+        "spaced",
+        "--perplexity",
+        "lines",
+        "--lm-dir",
+        str(lm_dir),
+    )
     config = json.loads((out / "manifest.json").read_text())["config"]
     assert (config["dedup"]["mode"], config["lid"]["mode"], config["perplexity"]) == ("strict", "spaced", "lines")
     scores = duckdb.sql(f"select language_score from '{out}/*/*/*.parquet'").fetchall()
@@ -120,7 +169,9 @@ def test_the_projects_own_modes_run_and_are_recorded(handmade, lm_dir, tmp_path)
 
 def test_keep_first_keeps_one_copy(handmade, tmp_path):
     out = tmp_path / "corpus"
-    stats = mine(handmade, out, "--langs", "en,fr,de,es,is", "--min-len", "200", "--dedup", "keep-first", "--keep-dropped")
+    stats = mine(
+        handmade, out, "--langs", "en,fr,de,es,is", "--min-len", "200", "--dedup", "keep-first", "--keep-dropped"
+    )
     english = [d["url"] for f in sorted((out / "en/all").iterdir()) for d in rows(f)]
     assert english == ["https://example0.org/page/0", "https://example1.org/page/4"]
     assert rows(out / "en/all/part-00000.parquet")[0]["nlines"] == 5  # first copy keeps its boilerplate
@@ -130,19 +181,27 @@ def test_keep_first_keeps_one_copy(handmade, tmp_path):
 
 
 def test_lid_model_with_script_labels(tmp_path):
-    model = write_fasttext_model(tmp_path / "glot.bin", {
-        "__label__hin_Latn": "main ghar ja raha hoon aaj".split(),
-        "__label__hin_Deva": "मैं आज घर जा रहा हूँ".split(),
-    })
-    write_wet_file(tmp_path / "wet" / "a.warc.wet.gz", [
-        page(0, "\n".join(f"aaj ghar {'main ' * i}ja raha hoon" for i in range(1, 4))),
-        page(1, "\n".join(f"मैं आज {'घर ' * i}जा रहा हूँ" for i in range(1, 4))),
-    ])
+    model = write_fasttext_model(
+        tmp_path / "glot.bin",
+        {
+            "__label__hin_Latn": ["main", "ghar", "ja", "raha", "hoon", "aaj"],
+            "__label__hin_Deva": ["मैं", "आज", "घर", "जा", "रहा", "हूँ"],
+        },
+    )
+    write_wet_file(
+        tmp_path / "wet" / "a.warc.wet.gz",
+        [
+            page(0, "\n".join(f"aaj ghar {'main ' * i}ja raha hoon" for i in range(1, 4))),
+            page(1, "\n".join(f"मैं आज {'घर ' * i}जा रहा हूँ" for i in range(1, 4))),
+        ],
+    )
     out = tmp_path / "corpus"
     stats = mine(tmp_path / "wet", out, "--lid-model", str(model), "--langs", "hi_rom,hi", "--min-len", "10")
     assert stats["identified_languages"] == {"hi": 1, "hi_rom": 1}
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == [
-        "hi/all/part-00000.parquet", "hi_rom/all/part-00000.parquet"]
+        "hi/all/part-00000.parquet",
+        "hi_rom/all/part-00000.parquet",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +212,11 @@ def sample(tmp_path_factory):
 
 
 def _digests(root: Path):
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
 
 
 def test_generated_sample_runs_and_loads_in_datasets_and_duckdb(sample, tmp_path):
@@ -170,14 +233,25 @@ def test_generated_sample_runs_and_loads_in_datasets_and_duckdb(sample, tmp_path
 
     from datasets import load_dataset
 
-    dataset = load_dataset("parquet", data_files=str(out / "en/all/*.parquet"), split="train", cache_dir=str(tmp_path / "hf"))
+    dataset = load_dataset(
+        "parquet", data_files=str(out / "en/all/*.parquet"), split="train", cache_dir=str(tmp_path / "hf")
+    )
     assert len(dataset) == manifest["languages"]["en"]["all"]["documents"]
     assert set(dataset.column_names) >= {"url", "raw_content", "language", "perplexity", "bucket", "cc_segment"}
 
 
 def test_reruns_are_byte_identical_across_runners(sample, lm_dir, tmp_path):
     mine(sample, tmp_path / "a", "--langs", "100", "--lm-dir", str(lm_dir))
-    mine(sample, tmp_path / "b", "--langs", "100", "--lm-dir", str(lm_dir), "--direct_num_workers=2", "--direct_running_mode=multi_processing")
+    mine(
+        sample,
+        tmp_path / "b",
+        "--langs",
+        "100",
+        "--lm-dir",
+        str(lm_dir),
+        "--direct_num_workers=2",
+        "--direct_running_mode=multi_processing",
+    )
     a, b = _digests(tmp_path / "a"), _digests(tmp_path / "b")
     for digests in (a, b):  # these hold the pipeline options and output folder, which differ
         del digests["manifest.json"], digests["_work/run.json"]
@@ -197,8 +271,20 @@ def test_sample_generator_does_not_depend_on_the_hash_seed(tmp_path):
     import sys
 
     for seed in ("1", "2"):
-        argv = [sys.executable, "-m", "ccnet_pipeline", "sample", "--output", str(tmp_path / seed), "--segments", "1",
-                "--docs-per-segment", "300", "--reference-lines", "10"]
+        argv = [
+            sys.executable,
+            "-m",
+            "ccnet_pipeline",
+            "sample",
+            "--output",
+            str(tmp_path / seed),
+            "--segments",
+            "1",
+            "--docs-per-segment",
+            "300",
+            "--reference-lines",
+            "10",
+        ]
         subprocess.run(argv, check=True, env={**os.environ, "PYTHONHASHSEED": seed}, stdout=subprocess.DEVNULL)
     assert _digests(tmp_path / "1") == _digests(tmp_path / "2")
 
@@ -224,7 +310,10 @@ def test_clear_errors(handmade, tmp_path, capsys, args, message):
 def test_corrupt_lid_model_is_a_clear_error(handmade, tmp_path, capsys):
     model = tmp_path / "lid.bin"
     model.write_bytes(b"garbage")
-    assert main(["mine", "--input", str(handmade / "*.gz"), "--output", str(tmp_path / "o"), "--lid-model", str(model)]) == 2
+    assert (
+        main(["mine", "--input", str(handmade / "*.gz"), "--output", str(tmp_path / "o"), "--lid-model", str(model)])
+        == 2
+    )
     assert "cannot load fastText LID model" in capsys.readouterr().err
 
 
@@ -239,7 +328,20 @@ def test_refuses_to_overwrite_without_flag(handmade, tmp_path, capsys):
 @pytest.mark.skipif(not (SHARED_DATA / "commoncrawl").is_dir(), reason="../shared/data/commoncrawl absent")
 def test_real_commoncrawl_wet_end_to_end(tmp_path):
     out = tmp_path / "corpus"
-    assert main(["mine", "--input", str(SHARED_DATA / "commoncrawl" / "*.warc.wet.gz"), "--output", str(out), "--langs", "100"]) == 0
+    assert (
+        main(
+            [
+                "mine",
+                "--input",
+                str(SHARED_DATA / "commoncrawl" / "*.warc.wet.gz"),
+                "--output",
+                str(out),
+                "--langs",
+                "100",
+            ]
+        )
+        == 0
+    )
     stats = json.loads((out / "stats.json").read_text())
     assert stats["documents_read"] == 1 and stats["bad_records"] == {}
     # An Aragonese Wikipedia page, which lid.176 (like CommonCrawl's own "spa") calls Spanish.
@@ -261,7 +363,7 @@ def test_perplexity_buckets_end_to_end(sample, lm_dir, tmp_path):
     cutoffs_csv = (out / "cutoffs.csv").read_text().splitlines()
     assert cutoffs_csv[0] == ",de,en,fr" and len(cutoffs_csv) == 101  # percentiles 0..99, as CCNet's
     docs = duckdb.sql(f"select url, language, bucket, perplexity from '{out}/*/*/*.parquet'").fetchall()
-    for url, language, bucket, perplexity in docs:
+    for _, language, bucket, perplexity in docs:
         if language in ("en", "de", "fr"):
             head, tail = manifest["cutoffs"][language]["head"], manifest["cutoffs"][language]["tail"]
             assert bucket == ("head" if perplexity < head else "middle" if perplexity < tail else "tail")
@@ -289,7 +391,10 @@ def test_perplexity_errors_are_clear(handmade, lm_dir, tmp_path, capsys):
         code = main(["mine", "--input", str(handmade / "*.gz"), "--output", str(tmp_path / "o"), *extra])
         return code, capsys.readouterr().err
 
-    assert run("--lm-dir", str(tmp_path / "absent")) == (2, f"error: language model folder not found: {tmp_path / 'absent'}\n")
+    assert run("--lm-dir", str(tmp_path / "absent")) == (
+        2,
+        f"error: language model folder not found: {tmp_path / 'absent'}\n",
+    )
     half = tmp_path / "half"
     half.mkdir()
     (half / "en.sp.model").write_bytes((lm_dir / "en.sp.model").read_bytes())
@@ -341,13 +446,23 @@ def test_beam_metrics_equal_stats_json(sample, lm_dir, tmp_path):
     from lid.model import LidConfig
 
     out = tmp_path / "corpus"
-    config = MineConfig(input=(str(sample / "*.warc.wet.gz"),), output=str(out), lid=LidConfig(languages=parse_languages("en,de,fr,es,ru")),
-                        dedup=DedupConfig(), lm_dir=str(lm_dir), keep_dropped=True)
+    config = MineConfig(
+        input=(str(sample / "*.warc.wet.gz"),),
+        output=str(out),
+        lid=LidConfig(languages=parse_languages("en,de,fr,es,ru")),
+        dedup=DedupConfig(),
+        lm_dir=str(lm_dir),
+        keep_dropped=True,
+    )
     result = execute(config, list_segments(config.input), [])
     stats = json.loads((out / "stats.json").read_text())
     counters = job_counters(result)
     assert counters == stats["counters"]
-    assert counters["lid/dropped/not_selected"] > 0 and counters["dedup/dropped/too_short"] > 0 and counters["output/files"] > 3
+    assert (
+        counters["lid/dropped/not_selected"] > 0
+        and counters["dedup/dropped/too_short"] > 0
+        and counters["output/files"] > 3
+    )
     progress = job_counters(result, "progress")  # the stages' live counters, named after them
     assert progress["lid/dropped/not_selected"] == counters["lid/dropped/not_selected"]
     assert progress["lid/kept"] == sum(v for k, v in counters.items() if k.startswith("output/documents/"))

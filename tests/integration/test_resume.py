@@ -1,5 +1,6 @@
 """Crash safety: kill -9 the mine job at different points, run the same command again, and get
 exactly the files an uninterrupted run writes."""
+
 import glob
 import hashlib
 import json
@@ -26,8 +27,18 @@ def wet(tmp_path_factory):
 
 
 def command(wet: Path, output: Path, lm_dir: Path):
-    return ["mine", "--input", str(wet / "*.warc.wet.gz"), "--output", str(output), "--langs", "100",
-            "--lm-dir", str(lm_dir), "--keep-dropped"]
+    return [
+        "mine",
+        "--input",
+        str(wet / "*.warc.wet.gz"),
+        "--output",
+        str(output),
+        "--langs",
+        "100",
+        "--lm-dir",
+        str(lm_dir),
+        "--keep-dropped",
+    ]
 
 
 def contents(output: Path):

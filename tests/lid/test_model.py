@@ -49,12 +49,15 @@ def test_any_model_path_is_accepted(lid_model, tmp_path):
 
 def test_script_labelled_model_maps_to_xlmr_codes(tmp_path):
     """A GlotLID/OpenLID-style model (labels xxx_Scrp) gives XLM-R codes."""
-    model = write_fasttext_model(tmp_path / "glot-style.bin", {
-        "__label__eng_Latn": "the house is big".split(),
-        "__label__hin_Latn": "main ghar ja raha hoon".split(),
-        "__label__zho_Hant": "我們 今天 回家".split(),
-        "__label__yor_Latn": "ile nla ni".split(),
-    })
+    model = write_fasttext_model(
+        tmp_path / "glot-style.bin",
+        {
+            "__label__eng_Latn": ["the", "house", "is", "big"],
+            "__label__hin_Latn": ["main", "ghar", "ja", "raha", "hoon"],
+            "__label__zho_Hant": ["我們", "今天", "回家"],
+            "__label__yor_Latn": ["ile", "nla", "ni"],
+        },
+    )
     results = LanguageIdentifier(str(model)).predict(["the big house", "main ghar ja raha", "我們 回家", "ile nla"])
     assert [code for code, _ in results] == ["en", "hi_rom", "zh_Hant", "yor_Latn"]
     assert all(score > 0.99 for _, score in results)

@@ -1,15 +1,12 @@
 """A packed DATA_DIR for the trainer: documents in three languages written as corpus shards, a
 SentencePiece model trained here, and the real ``tokenizer pack``."""
-import json
-import os
+
 import random
 import shutil
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from filters.document import ARROW_SCHEMA, make_document
+from filters.document import make_document
 from tests.helpers import write_corpus
 from tests.tokenizer.conftest import SCRIPTS, train_sentencepiece
 from tokenizer.pack import PackConfig, pack_corpus
@@ -26,9 +23,19 @@ def write_mixed_corpus(root, documents_per_language=(120, 60, 30), seed=0):
         docs = []
         for i in range(count):
             lines = [SCRIPTS[rng.choice(names)] for _ in range(rng.randint(1, 4))]
-            docs.append({**make_document(url=f"https://{language}.example/{i}", date_download="2019-02-16T04:15:08Z",
-                                         digest=f"{language}{i}", title="t", raw_content="\n".join(lines), cc_segment="s"),
-                         "language": language})
+            docs.append(
+                {
+                    **make_document(
+                        url=f"https://{language}.example/{i}",
+                        date_download="2019-02-16T04:15:08Z",
+                        digest=f"{language}{i}",
+                        title="t",
+                        raw_content="\n".join(lines),
+                        cc_segment="s",
+                    ),
+                    "language": language,
+                }
+            )
         shards[f"{language}/head/part-00000.parquet"] = docs
     return write_corpus(root, shards)
 
@@ -48,8 +55,28 @@ def run_train(data_dir, run_dir, *flags):
     """``python -m pretrain train`` in-process (tiny preset, small batches), returns its exit code."""
     from pretrain.cli import main
 
-    return main(["train", "--config", "tiny", "--data", data_dir, "--out", str(run_dir), "--batch-size", "8",
-                 "--log-interval", "5", "--eval-interval", "20", "--save-interval", "20", "--eval-blocks", "8", *flags])
+    return main(
+        [
+            "train",
+            "--config",
+            "tiny",
+            "--data",
+            data_dir,
+            "--out",
+            str(run_dir),
+            "--batch-size",
+            "8",
+            "--log-interval",
+            "5",
+            "--eval-interval",
+            "20",
+            "--save-interval",
+            "20",
+            "--eval-blocks",
+            "8",
+            *flags,
+        ]
+    )
 
 
 @pytest.fixture(scope="session")

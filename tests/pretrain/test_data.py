@@ -1,11 +1,11 @@
 import json
-from sampling import MixtureConfig
 import math
 
 import numpy as np
 import pytest
 
 from pretrain.data import BlockStream, heldout_blocks, heldout_count, read_manifest
+from sampling import MixtureConfig
 from tokenizer.pack import INDEX_DTYPE
 from tokenizer.xlmr import BOS, PAD
 
@@ -13,13 +13,15 @@ from tokenizer.xlmr import BOS, PAD
 def write_numbered_blocks(root, counts, length=8):
     """A packed folder whose block i of a language holds ids [<s>, 10000·l + i, ...]: every block unique."""
     languages = {}
-    for l, (language, count) in enumerate(sorted(counts.items())):
-        blocks = np.array([[BOS] + [10_000 * (l + 1) + i] * (length - 1) for i in range(count)], dtype="<u4")
+    for number, (language, count) in enumerate(sorted(counts.items())):
+        blocks = np.array([[BOS] + [10_000 * (number + 1) + i] * (length - 1) for i in range(count)], dtype="<u4")
         blocks.tofile(root / f"{language}.bin")
         index = np.array([(i * length, length) for i in range(count)], dtype=INDEX_DTYPE)
         np.save(root / f"{language}.idx.npy", index)
         languages[language] = {"blocks": count, "tokens": count * length}
-    (root / "manifest.json").write_text(json.dumps({"vocab_size": 100_000, "tokens_per_sample": length, "languages": languages}))
+    (root / "manifest.json").write_text(
+        json.dumps({"vocab_size": 100_000, "tokens_per_sample": length, "languages": languages})
+    )
     return str(root)
 
 
@@ -52,7 +54,9 @@ def test_deterministic_and_exactly_resumable(data_dir):
     resumed = BlockStream(data_dir, seed=3)
     resumed.load_state_dict(state)
     assert all(np.array_equal(x, resumed.next_batch(8)[0]) for x in expected)
-    assert not np.array_equal(BlockStream(data_dir, seed=4).next_batch(8)[0], BlockStream(data_dir, seed=3).next_batch(8)[0])
+    assert not np.array_equal(
+        BlockStream(data_dir, seed=4).next_batch(8)[0], BlockStream(data_dir, seed=3).next_batch(8)[0]
+    )
 
 
 def test_ranks_read_disjoint_blocks_and_never_the_heldout_ones(tmp_path):

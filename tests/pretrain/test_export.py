@@ -23,7 +23,9 @@ def exported(trained_run, tmp_path_factory):
 
 
 def test_export_loads_in_transformers_with_the_same_logits(trained_run, exported):
-    assert {"config.json", "model.safetensors", "tokenizer.json", "sentencepiece.bpe.model"} <= set(os.listdir(exported))
+    assert {"config.json", "model.safetensors", "tokenizer.json", "sentencepiece.bpe.model"} <= set(
+        os.listdir(exported)
+    )
     hf, info = transformers.XLMRobertaForMaskedLM.from_pretrained(exported, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"]
     hub = from_pretrained(trained_run)
@@ -44,7 +46,10 @@ def test_exported_tokenizer_gives_the_same_ids(trained_run, exported):
     hub = from_pretrained(trained_run)
     for text in list(SCRIPTS.values()) + ["  two  spaces  ", "ﬁ Ｆｕｌｌ ①"]:
         assert tokenizer(text)["input_ids"] == hub.encode(text).tolist()
-    assert tokenizer(SCRIPTS["Latin"], SCRIPTS["Greek"])["input_ids"] == hub.encode(SCRIPTS["Latin"], SCRIPTS["Greek"]).tolist()
+    assert (
+        tokenizer(SCRIPTS["Latin"], SCRIPTS["Greek"])["input_ids"]
+        == hub.encode(SCRIPTS["Latin"], SCRIPTS["Greek"]).tolist()
+    )
     assert tokenizer.mask_token_id == hub.tokenizer.mask and len(tokenizer) == hub.tokenizer.vocab_size
 
 
@@ -52,8 +57,15 @@ def hf_model_of(trained_run, tmp_path):
     """An XLM-R checkpoint written by transformers itself (random weights), with the run's tokenizer files."""
     config = json.load(open(os.path.join(trained_run, "config.json")))["model"]
     hf_config = transformers.XLMRobertaConfig(
-        vocab_size=config["vocab_size"], hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
-        max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1,
+        vocab_size=config["vocab_size"],
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=96,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+        pad_token_id=1,
     )
     torch.manual_seed(1)
     model = transformers.XLMRobertaForMaskedLM(hf_config)
@@ -79,12 +91,16 @@ def test_an_hf_checkpoint_loads_with_the_same_logits(trained_run, tmp_path):
 def test_training_can_start_from_an_hf_checkpoint(trained_run, data_dir, tmp_path):
     hf, path = hf_model_of(trained_run, tmp_path)
     run_dir = tmp_path / "continued"
-    assert run_train(data_dir, run_dir, "--init-from-hf", path, "--max-steps", "1", "--lr", "0", "--eval-blocks", "0") == 0
+    assert (
+        run_train(data_dir, run_dir, "--init-from-hf", path, "--max-steps", "1", "--lr", "0", "--eval-blocks", "0") == 0
+    )
     _, expected = load_hf(path)
     trained = load_file(run_dir / "checkpoints" / "step_00000001" / "model.safetensors")
     assert all(torch.equal(trained[name], expected[name]) for name in expected)  # lr 0: the HF weights, unchanged
     assert json.load(open(run_dir / "config.json"))["model"]["hidden"] == 64
-    assert run_train(data_dir, run_dir, "--resume", "--max-steps", "2", "--lr", "0", "--eval-blocks", "0") == 0  # HF folder not needed again
+    assert (
+        run_train(data_dir, run_dir, "--resume", "--max-steps", "2", "--lr", "0", "--eval-blocks", "0") == 0
+    )  # HF folder not needed again
     assert os.path.exists(run_dir / "checkpoints" / "step_00000002" / "model.safetensors")
     assert json.load(open(run_dir / "config.json"))["init_from_hf"] == path
 

@@ -60,7 +60,10 @@ def step_on(model, optimizer, parts, dist=Dist(), precision="fp32", scaler=None)
 def split(parts, pieces):
     inputs, masked, tokens = parts
     size = inputs.size(0) // pieces
-    return [(inputs[i * size : (i + 1) * size], masked[i * size : (i + 1) * size], tokens[i * size : (i + 1) * size]) for i in range(pieces)]
+    return [
+        (inputs[i * size : (i + 1) * size], masked[i * size : (i + 1) * size], tokens[i * size : (i + 1) * size])
+        for i in range(pieces)
+    ]
 
 
 def test_gradient_accumulation_equals_the_big_batch():
@@ -82,6 +85,7 @@ def _ddp_worker(rank, world_size, init_file, out_dir):
     torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_ddp_with_two_gloo_processes_equals_one_process_on_the_doubled_batch(tmp_path):
     mp.spawn(_ddp_worker, args=(2, str(tmp_path / "init"), str(tmp_path)), nprocs=2, join=True)
     single, optimizer = fresh_model_and_optimizer()
@@ -107,6 +111,7 @@ def test_fp16_loss_scaling_skips_overflowing_steps_and_counts_them():
     assert not all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_cuda_mixed_precision_step(precision):
@@ -115,18 +120,32 @@ def test_cuda_mixed_precision_step(precision):
     optimizer = make_optimizer(model, TrainConfig())
     scaler = torch.amp.GradScaler("cuda", enabled=precision == "fp16")
     parts = [tuple(t.cuda() for t in fixed_batch())]
-    loss, count, grad_norm, skipped = step_on(model, optimizer, parts, Dist(device=torch.device("cuda", 0)), precision, scaler)
+    loss, count, grad_norm, skipped = step_on(
+        model, optimizer, parts, Dist(device=torch.device("cuda", 0)), precision, scaler
+    )
     assert count > 0 and loss > 0 and not skipped
 
 
 def metrics(run_dir):
     with open(os.path.join(run_dir, "metrics.csv"), newline="") as handle:
-        return [row for row in csv.DictReader(handle)]
+        return list(csv.DictReader(handle))
 
 
 def test_resumed_run_equals_the_uninterrupted_run_bitwise(data_dir, tmp_path):
-    flags = ["--max-steps", "12", "--total-steps", "12", "--warmup-steps", "3", "--save-interval", "6", "--eval-interval", "6",
-             "--log-interval", "3"]
+    flags = [
+        "--max-steps",
+        "12",
+        "--total-steps",
+        "12",
+        "--warmup-steps",
+        "3",
+        "--save-interval",
+        "6",
+        "--eval-interval",
+        "6",
+        "--log-interval",
+        "3",
+    ]
     assert run_train(data_dir, tmp_path / "whole", *flags) == 0
     assert run_train(data_dir, tmp_path / "cut", *flags[2:], "--max-steps", "6") == 0
     assert run_train(data_dir, tmp_path / "cut", *flags, "--resume") == 0
@@ -148,7 +167,13 @@ def test_run_folder_contents_and_losses(trained_run):
     config = json.load(open(os.path.join(trained_run, "config.json")))
     assert config["train"]["max_steps"] == 40 and config["model"]["layers"] == 2
     checkpoint = os.path.join(trained_run, "checkpoints", "step_00000040")
-    assert sorted(os.listdir(checkpoint)) == ["model.safetensors", "optimizer.pt", "rank0.json", "rank0.rng.pt", "state.json"]
+    assert sorted(os.listdir(checkpoint)) == [
+        "model.safetensors",
+        "optimizer.pt",
+        "rank0.json",
+        "rank0.rng.pt",
+        "state.json",
+    ]
     assert os.path.exists(os.path.join(trained_run, "tokenizer", "sentencepiece.model"))
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -165,16 +190,57 @@ def test_an_existing_run_needs_resume(trained_run, data_dir, capsys):
 
 
 def torchrun(data_dir, run_dir, device, *flags):
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "pretrain",
-               "train", "--data", data_dir, "--out", str(run_dir), "--total-steps", "6", "--warmup-steps", "2",
-               "--batch-size", "4", "--device", device, "--log-interval", "3", "--save-interval", "3", "--eval-blocks", "8", *flags]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "pretrain",
+        "train",
+        "--data",
+        data_dir,
+        "--out",
+        str(run_dir),
+        "--total-steps",
+        "6",
+        "--warmup-steps",
+        "2",
+        "--batch-size",
+        "4",
+        "--device",
+        device,
+        "--log-interval",
+        "3",
+        "--save-interval",
+        "3",
+        "--eval-blocks",
+        "8",
+        *flags,
+    ]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"}
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    torch.cuda.device_count() < 2, reason="nccl needs 2 CUDA devices"))])
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=[
+                pytest.mark.gpu,
+                pytest.mark.skipif(torch.cuda.device_count() < 2, reason="nccl needs 2 CUDA devices"),
+            ],
+        ),
+    ],
+)
+@pytest.mark.slow
 def test_torchrun_ddp_end_to_end_and_resumed(data_dir, tmp_path, device):
     assert f"2 process(es) on {device}" in torchrun(data_dir, tmp_path / "whole", device)
     checkpoint = tmp_path / "whole" / "checkpoints" / "step_00000006"
@@ -185,8 +251,14 @@ def test_torchrun_ddp_end_to_end_and_resumed(data_dir, tmp_path, device):
     torchrun(data_dir, tmp_path / "cut", device, "--max-steps", "3")
     assert "resuming at step 3" in torchrun(data_dir, tmp_path / "cut", device, "--max-steps", "6", "--resume")
     # (The cut run also evaluated at its last step, 3.)
-    whole, cut = ([(r["step"], r["language"], r["loss"]) for r in metrics(tmp_path / run) if r["step"] == "6" or r["split"] == "train"]
-                  for run in ("whole", "cut"))
+    whole, cut = (
+        [
+            (r["step"], r["language"], r["loss"])
+            for r in metrics(tmp_path / run)
+            if r["step"] == "6" or r["split"] == "train"
+        ]
+        for run in ("whole", "cut")
+    )
     assert len(whole) == 5 and whole == cut
     if device == "cpu":
         last = "checkpoints/step_00000006/model.safetensors"

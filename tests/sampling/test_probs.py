@@ -50,8 +50,11 @@ def test_plot_command_writes_a_png(tmp_path, capsys):
     from toolkit.corpus import CorpusManifest, ShardEntry
 
     corpus = tmp_path / "corpus"
-    files = [ShardEntry("en/head/part-00000.parquet", "en", "head", 90, 9000), ShardEntry("en/tail/part-00000.parquet", "en", "tail", 10, 1000),
-             ShardEntry("sw/all/part-00000.parquet", "sw", "all", 5, 100)]
+    files = [
+        ShardEntry("en/head/part-00000.parquet", "en", "head", 90, 9000),
+        ShardEntry("en/tail/part-00000.parquet", "en", "tail", 10, 1000),
+        ShardEntry("sw/all/part-00000.parquet", "sw", "all", 5, 100),
+    ]
     CorpusManifest(files=files).write(str(corpus))
     out = tmp_path / "shares.png"
     assert main(["plot", "--corpus", str(corpus), "--out", str(out)]) == 0

@@ -1,13 +1,11 @@
 import json
 from collections import Counter
 
-from tests.helpers import write_corpus
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from filters.document import ARROW_SCHEMA, make_document
+from filters.document import make_document
 from sampling import MixtureConfig, MultilingualSampler, language_probs
+from tests.helpers import write_corpus
 
 SIZES = {"en": 3000, "fr": 300, "sw": 30}
 
@@ -18,9 +16,18 @@ def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus")
     shards = {
         f"{language}/{bucket}/part-{part:05d}.parquet": [
-            {**make_document(url=f"https://{language}.example/{bucket}/{i}", date_download="d", digest="x",
-                             title="t", raw_content=f"{language} {bucket} document {i}", cc_segment="s"),
-             "language": language, "bucket": bucket}
+            {
+                **make_document(
+                    url=f"https://{language}.example/{bucket}/{i}",
+                    date_download="d",
+                    digest="x",
+                    title="t",
+                    raw_content=f"{language} {bucket} document {i}",
+                    cc_segment="s",
+                ),
+                "language": language,
+                "bucket": bucket,
+            }
             for i in range(count // 2)
         ]
         for language, count in SIZES.items()
@@ -89,5 +96,5 @@ def test_documents_are_shuffled_inside_the_buffer(corpus):
     sampler = MultilingualSampler(str(corpus), seed=2)
     english = [d["url"] for d in (next(sampler) for _ in range(200)) if d["language"] == "en"][:30]
     indices = [int(url.rsplit("/", 1)[1]) for url in english]
-    assert len(set(url.rsplit("/", 2)[1] for url in english)) == 1  # one row group of one bucket
+    assert len({url.rsplit("/", 2)[1] for url in english}) == 1  # one row group of one bucket
     assert indices != sorted(indices)

@@ -1,4 +1,5 @@
 """A SentencePiece model trained here on one line in each of 12 scripts."""
+
 import pytest
 import sentencepiece
 
@@ -24,8 +25,16 @@ def train_sentencepiece(root) -> str:
     text = root / "text.txt"
     text.write_text("\n".join(list(SCRIPTS.values()) * 20), encoding="utf-8")
     sentencepiece.SentencePieceTrainer.train(
-        input=str(text), model_prefix=str(root / "sp"), vocab_size=400, hard_vocab_limit=False,
-        character_coverage=1.0, unk_id=0, bos_id=1, eos_id=2, pad_id=-1, minloglevel=2,
+        input=str(text),
+        model_prefix=str(root / "sp"),
+        vocab_size=400,
+        hard_vocab_limit=False,
+        character_coverage=1.0,
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=-1,
+        minloglevel=2,
     )
     return str(root / "sp.model")
 

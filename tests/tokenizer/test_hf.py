@@ -1,6 +1,6 @@
+from tests.tokenizer.conftest import SCRIPTS
 from tokenizer.hf import hf_tokenizer, normalizer_spec
 from tokenizer.xlmr import XLMRTokenizer
-from tests.tokenizer.conftest import SCRIPTS
 
 
 def test_hf_tokenizer_gives_fairseq_xlmr_ids(model):

@@ -1,12 +1,12 @@
 import json
 
-from tests.helpers import write_corpus
 import numpy as np
 import pytest
 
+from tests.helpers import write_corpus
+from tests.tokenizer.conftest import SCRIPTS
 from tokenizer.pack import PackConfig, document_ids, load_blocks, pack_blocks, pack_corpus
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
-from tests.tokenizer.conftest import SCRIPTS
 
 
 def test_blocks_start_with_bos_and_keep_the_stream():
@@ -26,24 +26,33 @@ def test_paragraphs_and_documents_end_with_eos(model):
 
 
 def test_pack_corpus_writes_memory_mappable_shards(model, tmp_path):
-    import os
     import shutil
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from filters.document import ARROW_SCHEMA, make_document
+    from filters.document import make_document
 
     corpus, tok_dir = tmp_path / "corpus", tmp_path / "tok"
     tok_dir.mkdir()
     shutil.copy(model, tok_dir / "sentencepiece.model")
-    write_corpus(corpus, {
-        f"{language}/all/part-00000.parquet": [
-            {**make_document(url=f"u{i}", date_download="d", digest="x", title="t", raw_content=f"{text}\n{text}",
-                             cc_segment="s"), "language": language} for i in range(30)
-        ]
-        for language, text in (("en", SCRIPTS["Latin"]), ("el", SCRIPTS["Greek"]))
-    })
+    write_corpus(
+        corpus,
+        {
+            f"{language}/all/part-00000.parquet": [
+                {
+                    **make_document(
+                        url=f"u{i}",
+                        date_download="d",
+                        digest="x",
+                        title="t",
+                        raw_content=f"{text}\n{text}",
+                        cc_segment="s",
+                    ),
+                    "language": language,
+                }
+                for i in range(30)
+            ]
+            for language, text in (("en", SCRIPTS["Latin"]), ("el", SCRIPTS["Greek"]))
+        },
+    )
     manifest = pack_corpus(str(corpus), str(tok_dir), str(tmp_path / "data"), PackConfig(tokens_per_sample=64))
     saved = json.loads((tmp_path / "data" / "manifest.json").read_text())
     assert saved == json.loads(json.dumps(manifest)) and saved["tokens_per_sample"] == 64

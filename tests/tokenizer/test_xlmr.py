@@ -1,11 +1,12 @@
 import pytest
 import sentencepiece
 
+from tests.helpers import write_corpus
+from tests.tokenizer.conftest import SCRIPTS
 from tokenizer import XLMRTokenizer
 from tokenizer.__main__ import main as tokenizer_main
 from tokenizer.xlmr import BOS, EOS, PAD, UNK
-from tests.helpers import write_corpus
-from tests.tokenizer.conftest import SCRIPTS
+
 
 def test_fairseq_conventions(model):
     tok = XLMRTokenizer(model)
@@ -28,8 +29,17 @@ def test_decode_encode_round_trip(model, script):
 def test_rejects_a_model_with_other_special_ids(tmp_path):
     text = tmp_path / "t.txt"
     text.write_text("abc def ghi\n" * 50)
-    sentencepiece.SentencePieceTrainer.train(input=str(text), model_prefix=str(tmp_path / "m"), vocab_size=20,
-                                             hard_vocab_limit=False, unk_id=3, bos_id=0, eos_id=1, pad_id=2, minloglevel=2)
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(text),
+        model_prefix=str(tmp_path / "m"),
+        vocab_size=20,
+        hard_vocab_limit=False,
+        unk_id=3,
+        bos_id=0,
+        eos_id=1,
+        pad_id=2,
+        minloglevel=2,
+    )
     with pytest.raises(ValueError, match="<unk>=0"):
         XLMRTokenizer(str(tmp_path / "m.model"))
 
@@ -37,21 +47,31 @@ def test_rejects_a_model_with_other_special_ids(tmp_path):
 def test_train_from_a_corpus_with_the_sampler(tmp_path, capsys):
     import json
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from filters.document import ARROW_SCHEMA, make_document
+    from filters.document import make_document
 
     corpus = tmp_path / "corpus"
-    write_corpus(corpus, {
-        f"{language}/all/part-00000.parquet": [
-            {**make_document(url=f"u{i}", date_download="d", digest="x", title="t", raw_content=f"{text} {i}",
-                             cc_segment="s"), "language": language} for i in range(50)
-        ]
-        for language, text in (("en", SCRIPTS["Latin"]), ("ru", SCRIPTS["Cyrillic"]), ("hi", SCRIPTS["Devanagari"]))
-    })
+    write_corpus(
+        corpus,
+        {
+            f"{language}/all/part-00000.parquet": [
+                {
+                    **make_document(
+                        url=f"u{i}", date_download="d", digest="x", title="t", raw_content=f"{text} {i}", cc_segment="s"
+                    ),
+                    "language": language,
+                }
+                for i in range(50)
+            ]
+            for language, text in (("en", SCRIPTS["Latin"]), ("ru", SCRIPTS["Cyrillic"]), ("hi", SCRIPTS["Devanagari"]))
+        },
+    )
     out = tmp_path / "tok"
-    assert tokenizer_main(["train", "--corpus", str(corpus), "--out", str(out), "--vocab-size", "300", "--sample-documents", "300"]) == 0
+    assert (
+        tokenizer_main(
+            ["train", "--corpus", str(corpus), "--out", str(out), "--vocab-size", "300", "--sample-documents", "300"]
+        )
+        == 0
+    )
     tok = XLMRTokenizer(str(out / "sentencepiece.model"))
     info = json.loads((out / "tokenizer.json").read_text())
     assert set(info["documents_per_language"]) == {"en", "ru", "hi"}

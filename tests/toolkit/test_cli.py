@@ -1,4 +1,5 @@
 """toolkit.cli: flags from config dataclasses, configs from layers, one error path."""
+
 import argparse
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Tuple
@@ -18,7 +19,9 @@ def _positive(text: str) -> Tuple[str, ...]:
 @dataclass(frozen=True)
 class Inner:
     rate: float = 0.25  # how fast
-    names: Tuple[str, ...] = field(default=("a", "b"), metadata=flag("--inner-names", parse=_positive))  # items, joined by +
+    names: Tuple[str, ...] = field(
+        default=("a", "b"), metadata=flag("--inner-names", parse=_positive)
+    )  # items, joined by +
 
     def __post_init__(self):
         if not 0 <= self.rate <= 1:
@@ -51,11 +54,33 @@ def test_flags_help_and_defaults_come_from_the_dataclass():
 
 
 def test_only_the_flags_given_override_the_defaults():
-    args = parser().parse_args(["--out", "o", "--old-size", "5", "--sizes", "4,5", "--verbose", "--rate", "0.5",
-                                "--inner-names", "x+y", "--other", "z"])
+    args = parser().parse_args(
+        [
+            "--out",
+            "o",
+            "--old-size",
+            "5",
+            "--sizes",
+            "4,5",
+            "--verbose",
+            "--rate",
+            "0.5",
+            "--inner-names",
+            "x+y",
+            "--other",
+            "z",
+        ]
+    )
     config = build_config(Outer, given(args))
-    assert asdict(config) == {"path": "o", "size": 5, "sizes": (4, 5), "verbose": True, "limit": None,
-                              "inner": {"rate": 0.5, "names": ("x", "y")}, "hidden": "x"}
+    assert asdict(config) == {
+        "path": "o",
+        "size": 5,
+        "sizes": (4, 5),
+        "verbose": True,
+        "limit": None,
+        "inner": {"rate": 0.5, "names": ("x", "y")},
+        "hidden": "x",
+    }
     assert build_config(Outer, given(parser().parse_args(["--out", "o"]))) == Outer("o")
     layered = build_config(Outer, {"path": "p", "inner": {"rate": 0.1}}, given(parser().parse_args(["--out", "o"])))
     assert (layered.path, layered.inner.rate) == ("o", 0.1)  # later layers win, nested dicts merge

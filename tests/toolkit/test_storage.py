@@ -1,4 +1,5 @@
 """toolkit.storage: atomic writes on the local disk and on a Beam file system."""
+
 import json
 import os
 
@@ -24,10 +25,9 @@ def test_write_replaces_and_leaves_no_temporary(tmp_path, prefix):
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, prefix):
     target = prefix + str(tmp_path / "file.bin")
     storage.write_bytes(target, b"old")
-    with pytest.raises(RuntimeError):
-        with storage.atomic_write(target) as stream:
-            stream.write(b"half of the new")
-            raise RuntimeError("the worker died")
+    with pytest.raises(RuntimeError), storage.atomic_write(target) as stream:
+        stream.write(b"half of the new")
+        raise RuntimeError("the worker died")
     assert (tmp_path / "file.bin").read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["file.bin"]
 
@@ -59,6 +59,8 @@ def test_text_mode_is_for_local_files_only(tmp_path):
     with storage.atomic_write(str(tmp_path / "a.csv"), "w") as handle:
         handle.write("a,b\n")
     assert (tmp_path / "a.csv").read_bytes() == b"a,b\n"
-    with pytest.raises(ValueError, match="for a local file"):
-        with storage.atomic_write(SHARED_PREFIX + str(tmp_path / "b.csv"), "w"):
-            pass
+    with (
+        pytest.raises(ValueError, match="for a local file"),
+        storage.atomic_write(SHARED_PREFIX + str(tmp_path / "b.csv"), "w"),
+    ):
+        pass
