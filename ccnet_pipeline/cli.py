@@ -6,7 +6,6 @@ Every flag ``mine`` or ``import-ccnet`` does not know is passed to Beam unchange
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import os
@@ -93,8 +92,7 @@ def _import_parser(sub) -> None:
 def _import(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.pipeline import list_segments, run_import
 
-    config = build_config(ImportConfig, given(args))
-    config = dataclasses.replace(config, output=config.output.rstrip("/"))
+    config = build_config(ImportConfig, given(args)).with_absolute_paths()
     files = list_segments(config.input)
     _prepare_output(config.output, {"config": config.to_json(), "segments": files}, args.overwrite)
     return _run_once(config.output, lambda: run_import(config, files, beam_args))
@@ -179,8 +177,7 @@ def _mine(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.pipeline import list_segments, load_cutoffs, run
 
     inputs = tuple(_download(args)) if args.dump else (args.input,)
-    config = build_config(MineConfig, given(args), {"input": inputs})
-    config = dataclasses.replace(config, output=config.output.rstrip("/"))
+    config = build_config(MineConfig, given(args), {"input": inputs}).with_absolute_paths()
     LanguageIdentifier(storage.localize(config.lid.model_path)).model  # noqa: B018 -- a missing or corrupt model fails here, not on a worker
     if config.lm_dir:
         _check_language_models(config.lm_dir)

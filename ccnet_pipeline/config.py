@@ -12,6 +12,7 @@ from filters.perplexity import PERPLEXITY_MODES, BucketConfig, PerplexityScorer,
 from filters.quality import QualityConfig, QualityFilter
 from filters.stage import Stage
 from lid.model import LanguageFilter, LidConfig
+from toolkit import storage
 from toolkit.cli import flag
 from toolkit.corpus import OUTPUT_FORMATS
 
@@ -53,6 +54,18 @@ class MineConfig:
         if self.segments_per_shard < 1:
             raise ValueError(f"segments_per_shard must be >= 1, got {self.segments_per_shard}")
 
+    def with_absolute_paths(self) -> MineConfig:
+        """This config with every local path absolute, as workers in other folders need them."""
+        optional = lambda path: storage.absolute(path) if path else path
+        return dataclasses.replace(
+            self,
+            input=tuple(storage.absolute(pattern) for pattern in self.input),
+            output=storage.absolute(self.output),
+            lid=dataclasses.replace(self.lid, model_path=storage.absolute(self.lid.model_path)),
+            lm_dir=optional(self.lm_dir),
+            cutoffs_file=optional(self.cutoffs_file),
+        )
+
     def stages(self) -> List[Stage]:
         """The document stages after dedup, in order (``filters.stage``): a new filter is a
         class in filters/, its config field, and one line here."""
@@ -75,6 +88,12 @@ class ImportConfig:
     def __post_init__(self):
         if not self.input or not all(self.input):
             raise ValueError("input is required: a glob of CCNet output files")
+
+    def with_absolute_paths(self) -> ImportConfig:
+        """This config with every local path absolute, as workers in other folders need them."""
+        return dataclasses.replace(
+            self, input=tuple(storage.absolute(pattern) for pattern in self.input), output=storage.absolute(self.output)
+        )
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

@@ -42,6 +42,12 @@ def join(folder: str, *names: str) -> str:
     return "/".join([folder.rstrip("/"), *names])
 
 
+def absolute(path: str) -> str:
+    """A local path made absolute (workers of a cluster run elsewhere, in other folders), without a
+    trailing "/"; a remote path as it is."""
+    return path.rstrip("/") if is_remote(path) else os.path.abspath(path)
+
+
 def exists(path: str) -> bool:
     return _filesystems().exists(path) if is_remote(path) else os.path.exists(path)
 
