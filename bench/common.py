@@ -1,5 +1,8 @@
 """Helpers shared by the benchmarks."""
 
+import io
+import os
+import sys
 import time
 from typing import Callable, List, Sequence
 
@@ -30,3 +33,16 @@ def take_turns(functions: Sequence[Callable[[], object]], rounds: int) -> List[L
             function()
             seconds.append(time.perf_counter() - start)
     return times
+
+
+def mine_quietly(sample_dir: str, output: str, *beam_args: str) -> int:
+    """``python -m ccnet_pipeline mine`` in this process on the WET files of ``sample_dir``, all
+    100 languages, its summary swallowed; the exit code."""
+    from ccnet_pipeline.cli import main
+
+    argv = ["mine", "--input", os.path.join(sample_dir, "*.warc.wet.gz"), "--output", output, "--langs", "100"]
+    stdout, sys.stdout = sys.stdout, io.StringIO()
+    try:
+        return main([*argv, *beam_args])
+    finally:
+        sys.stdout = stdout

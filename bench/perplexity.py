@@ -12,7 +12,6 @@ documents/s with the stage on and off.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import sys
@@ -20,9 +19,8 @@ import time
 
 import kenlm
 import sentencepiece
-from common import drop_lookup_tables, take_turns
+from common import drop_lookup_tables, mine_quietly, take_turns
 
-from ccnet_pipeline.cli import main as cli_main
 from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_reference_text, generate_sample
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
 from filters.perplexity import PERPLEXITY_MODES, LanguageModel, model_paths
@@ -41,24 +39,9 @@ def mine_seconds(sample_dir: str, output: str, *extra: str) -> float:
     process would."""
     shutil.rmtree(output, ignore_errors=True)
     drop_lookup_tables()
-    argv = [
-        "mine",
-        "--input",
-        os.path.join(sample_dir, "*.warc.wet.gz"),
-        "--output",
-        output,
-        "--langs",
-        "100",
-        "--direct_num_workers=1",
-        *extra,
-    ]
-    stdout, sys.stdout = sys.stdout, io.StringIO()
-    try:
-        start = time.perf_counter()
-        code = cli_main(argv)
-        seconds = time.perf_counter() - start
-    finally:
-        sys.stdout = stdout
+    start = time.perf_counter()
+    code = mine_quietly(sample_dir, output, "--direct_num_workers=1", *extra)
+    seconds = time.perf_counter() - start
     if code != 0:
         raise SystemExit("mine failed")
     return seconds

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import io
 import os
 import shutil
 import sys
@@ -24,10 +23,9 @@ import time
 import fasttext
 import pyarrow as pa
 import pyarrow.parquet as pq
-from common import drop_lookup_tables
+from common import drop_lookup_tables, mine_quietly
 from warcio.archiveiterator import ArchiveIterator
 
-from ccnet_pipeline.cli import main as cli_main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from filters.dedup import line_hashes
 from filters.document import ARROW_SCHEMA, make_document
@@ -127,24 +125,10 @@ def main(argv=None) -> int:
         beam_args = [f"--direct_num_workers={workers}"]
         if workers > 1:
             beam_args.append("--direct_running_mode=multi_processing")
-        argv = [
-            "mine",
-            "--input",
-            os.path.join(sample_dir, "*.warc.wet.gz"),
-            "--output",
-            output,
-            "--langs",
-            "100",
-            *beam_args,
-        ]
-        sink = io.StringIO()
-        stdout, sys.stdout = sys.stdout, sink
-        try:
-            whole[workers], code = timed(
-                lambda argv=argv: cli_main(argv), before=lambda output=output: shutil.rmtree(output, ignore_errors=True)
-            )
-        finally:
-            sys.stdout = stdout
+        whole[workers], code = timed(
+            lambda beam_args=beam_args, output=output: mine_quietly(sample_dir, output, *beam_args),
+            before=lambda output=output: shutil.rmtree(output, ignore_errors=True),
+        )
         if code != 0:
             raise SystemExit(f"mine failed with {workers} workers")
 

@@ -211,16 +211,26 @@ def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -
 
 def execute(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]):
     """``run``, returning Beam's result of the job (its metrics: ``job_counters``)."""
-    options = pipeline_options(beam_args)
-    pipeline = beam.Pipeline(options=options)
+    pipeline, options = new_pipeline(beam_args)
     committed = committed_segments(config.output, segments)
-    build(pipeline, config, segments, options.get_all_options(drop_default=True), committed)
+    build(pipeline, config, segments, options, committed)
     logging.info(
         "mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed)
     )
+    return finish(pipeline, config.output)
+
+
+def new_pipeline(beam_args: Sequence[str]):
+    """A Beam pipeline for ``beam_args`` and the options it runs with (for the manifest)."""
+    options = pipeline_options(beam_args)
+    return beam.Pipeline(options=options), options.get_all_options(drop_default=True)
+
+
+def finish(pipeline: beam.Pipeline, output: str):
+    """Run ``pipeline`` to its end, then mark ``output`` complete; Beam's result."""
     result = pipeline.run()
     result.wait_until_finish()
-    mark_complete(config.output)
+    mark_complete(output)
     return result
 
 
@@ -237,8 +247,7 @@ def job_counters(result, namespace: str = NAMESPACE) -> Dict[str, int]:
 def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[str]) -> Dict:
     """Convert CCNet output ``files`` into a Parquet corpus at ``config.output`` (shards,
     manifest, stats, quarantine); returns the stats it wrote."""
-    options = pipeline_options(beam_args)
-    pipeline = beam.Pipeline(options=options)
+    pipeline, options = new_pipeline(beam_args)
     converted = (
         pipeline | "Files" >> beam.Create(list(enumerate(files))) | "ImportCcnet" >> ImportCcnet(Layout(config.output))
     )
@@ -251,13 +260,12 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
             config.output,
             "parquet",
             config.to_json(),
-            options.get_all_options(drop_default=True),
+            options,
             {},
             beam.pvalue.AsList(converted[COUNTERS]),
         )
     )
-    pipeline.run().wait_until_finish()
-    mark_complete(config.output)
+    finish(pipeline, config.output)
     return storage.read_json(Layout(config.output).stats)
 
 

@@ -52,11 +52,6 @@ def write_parquet(path: str, rows: List[Dict], schema: pa.Schema = ARROW_SCHEMA,
         writer.close()
 
 
-def read_parquet(path: str, columns=None) -> pa.Table:
-    with storage.open_read(path) as stream:
-        return pq.read_table(stream, columns=columns)
-
-
 class ShardWriter:
     """One shard's documents -> a file per language and bucket, written as they come (in
     Parquet row groups, or as CCNet's gzip JSON lines) under temporary names that are all

@@ -34,7 +34,7 @@ import pyarrow as pa
 from apache_beam.metrics import Metrics
 
 from ccnet_pipeline.ccnet_json import CcnetReader
-from ccnet_pipeline.shards import ShardWriter, read_parquet, write_parquet
+from ccnet_pipeline.shards import ShardWriter, write_parquet
 from ccnet_pipeline.stats import SegmentCounts, file_counters, segment_counters
 from ccnet_pipeline.wet import BadKind, BadRecord, Item, ReadConfig
 from filters.dedup import (
@@ -50,7 +50,7 @@ from filters.document import ARROW_SCHEMA, segment_name
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, bucket
 from filters.stage import Stage, apply_stages
 from toolkit import storage
-from toolkit.corpus import Layout
+from toolkit.corpus import Layout, read_parquet
 
 NAMESPACE = "ccnet"  # the job's counters, those of stats.json
 PROGRESS = "progress"  # live counters of the stages

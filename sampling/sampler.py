@@ -7,7 +7,7 @@ import random
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sampling.mixture import LanguageMixture, MixtureConfig
-from toolkit.corpus import CorpusManifest, open_parquet
+from toolkit.corpus import CorpusManifest, parquet_row_groups, read_parquet
 
 COLUMNS = ("url", "language", "bucket", "raw_content", "length")
 
@@ -24,7 +24,7 @@ class _LanguageStream:
     def __init__(self, files: Sequence[str], language: str, seed: int, rank: int, world_size: int):
         self.language, self.seed, self.rank, self.world_size = language, seed, rank, world_size
         self.units: List[Tuple[str, int]] = [
-            (path, group) for path in files for group in range(open_parquet(path).num_row_groups)
+            (path, group) for path in files for group in range(parquet_row_groups(path))
         ]
         if not self.units:
             raise ValueError(f"no documents for language {language}")
@@ -38,7 +38,7 @@ class _LanguageStream:
 
     def _load(self) -> List[Dict]:
         path, group = self.units[self._order()[self.unit]]
-        rows = open_parquet(path).read_row_group(group, columns=list(COLUMNS)).to_pylist()[self.rank :: self.world_size]
+        rows = read_parquet(path, COLUMNS, row_group=group).to_pylist()[self.rank :: self.world_size]
         random.Random(f"{self.seed}:{self.language}:{self.epoch}:{self.unit}").shuffle(rows)
         return rows
 
@@ -87,10 +87,11 @@ class MultilingualSampler:
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
         manifest = CorpusManifest.read(corpus_dir, require_format="parquet")
+        shards = manifest.shards(buckets)
         sizes: Dict[str, int] = {}
-        for entry in manifest.shards(buckets):
+        for entry in shards:
             sizes[entry.language] = sizes.get(entry.language, 0) + getattr(entry, unit)
-        self.documents = sum(entry.documents for entry in manifest.shards(buckets))  # in the selected shards
+        self.documents = sum(entry.documents for entry in shards)  # in the selected shards
         files = manifest.shard_paths(corpus_dir, buckets)
         if not sizes:
             raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(buckets or [])}")

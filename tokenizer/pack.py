@@ -18,7 +18,7 @@ import numpy as np
 
 from tokenizer.xlmr import BOS, XLMRTokenizer
 from toolkit import storage
-from toolkit.corpus import CorpusManifest, open_parquet
+from toolkit.corpus import CorpusManifest, read_parquet
 
 INDEX_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i4")])
 
@@ -91,7 +91,7 @@ def pack_corpus(corpus_dir: str, tokenizer_dir: str, out_dir: str, config: PackC
 
 def _texts(paths: Sequence[str]) -> Iterator[str]:
     for path in paths:
-        yield from open_parquet(path).read(columns=["raw_content"]).column("raw_content").to_pylist()
+        yield from read_parquet(path, ["raw_content"]).column("raw_content").to_pylist()
 
 
 def _write_language(out_dir: str, language: str, blocks: Iterable[np.ndarray]) -> Dict[str, int]:

@@ -196,8 +196,21 @@ def _entry(item: Dict, version: int) -> ShardEntry:
     return ShardEntry(item["path"], item["language"], item["bucket"], item["documents"], item["characters"])
 
 
-def open_parquet(path: str):
-    """A ``pyarrow.parquet.ParquetFile`` of a shard on the local disk or a Beam file system."""
+def read_parquet(path: str, columns: Optional[Sequence[str]] = None, row_group: Optional[int] = None):
+    """A Parquet file (or one of its row groups) on the local disk or a Beam file system, as a
+    ``pyarrow.Table``; the file is closed again."""
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(storage.open_read(path) if storage.is_remote(path) else path)
+    columns = list(columns) if columns is not None else None
+    with storage.open_read(path) as stream, pq.ParquetFile(stream) as parquet:
+        return (
+            parquet.read(columns=columns) if row_group is None else parquet.read_row_group(row_group, columns=columns)
+        )
+
+
+def parquet_row_groups(path: str) -> int:
+    """How many row groups a Parquet file on any file system has."""
+    import pyarrow.parquet as pq
+
+    with storage.open_read(path) as stream, pq.ParquetFile(stream) as parquet:
+        return parquet.metadata.num_row_groups

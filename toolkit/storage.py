@@ -82,7 +82,10 @@ def delete(paths: Sequence[str]) -> None:
     local = [p for p in paths if not is_remote(p)]
     remote = [p for p in paths if is_remote(p)]
     for path in local:
-        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
     if remote:
         _filesystems().delete(remote)
 
@@ -106,6 +109,18 @@ def publish(temporary: str, path: str) -> None:
 
 
 @contextlib.contextmanager
+def _replaced_on_success(temporary: str, path: str) -> Iterator[str]:
+    """``temporary`` published as ``path`` when the block ends without an error, removed when it raises."""
+    try:
+        yield temporary
+    except BaseException:
+        if exists(temporary):
+            delete([temporary])
+        raise
+    publish(temporary, path)
+
+
+@contextlib.contextmanager
 def atomic_path(path: str) -> Iterator[str]:
     """A local temporary path to write ``path`` at (a file or a folder, by any library), moved
     into place when the block ends without an error and removed when it raises. For a remote
@@ -117,17 +132,10 @@ def atomic_path(path: str) -> Iterator[str]:
             with atomic_write(path) as stream, open(local, "rb") as source:
                 shutil.copyfileobj(source, stream, 1 << 22)
         return
-    folder = os.path.dirname(path)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    temporary = _temporary(path)
-    try:
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with _replaced_on_success(_temporary(path), path) as temporary:
         yield temporary
-    except BaseException:
-        if os.path.lexists(temporary):
-            delete([temporary])
-        raise
-    publish(temporary, path)
 
 
 @contextlib.contextmanager
@@ -141,17 +149,11 @@ def atomic_write(path: str, mode: str = "wb") -> Iterator[BinaryIO]:
         with atomic_path(path) as temporary, open(temporary, mode, **text) as stream:
             yield stream
         return
-    filesystems = _filesystems()
-    folder, name = path.rsplit("/", 1)
-    temporary = f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
-    try:
-        with filesystems.create(temporary, compression_type=_uncompressed()) as stream:
-            yield stream
-    except BaseException:
-        if filesystems.exists(temporary):
-            filesystems.delete([temporary])
-        raise
-    publish(temporary, path)
+    with (
+        _replaced_on_success(_temporary(path), path) as temporary,
+        _filesystems().create(temporary, compression_type=_uncompressed()) as stream,
+    ):
+        yield stream
 
 
 def write_bytes(path: str, data: bytes) -> None:
