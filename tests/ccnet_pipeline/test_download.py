@@ -138,7 +138,9 @@ def test_every_segment_arrives_byte_identical_despite_faults(tmp_path):
         assert (tmp_path / "cache" / path).read_bytes() == files[path]
     assert not list((tmp_path / "cache").rglob("*.tmp"))
     resumed = [start for path, fault, start in server.log if path == segments[2]]
-    assert resumed[0] == 0 and resumed[1] > 0 and resumed[2] > resumed[1]  # Range requests resume the cut file
+    # Range requests resume the cut file. A reset (RST) may discard the bytes still in flight, so
+    # only the truncation (FIN after half the body) is sure to have left something to resume from.
+    assert resumed[0] == 0 and resumed[1] >= 0 and resumed[2] > resumed[1]
     assert [fault for path, fault, _ in server.log if path == segments[3]] == ["corrupt", "slow"]
 
 
