@@ -141,9 +141,11 @@ bench-train: $(VENV)/.installed
 	$(PY) bench/train.py
 
 # The package cluster workers install (Dataflow: --extra_package; Flink/Spark: worker/Dockerfile).
+DIST ?= dist
 worker-package: $(VENV)/.installed
-	rm -rf dist && $(VENV)/bin/pip wheel --quiet --no-deps . -w dist
-	@ls dist/*.whl
+	rm -f $(DIST)/xlmr_corpus-*.whl
+	$(VENV)/bin/pip wheel --quiet --no-deps --no-build-isolation . -w $(DIST)
+	@ls $(DIST)/xlmr_corpus-*.whl
 
 clean:
 	rm -rf out dist .pytest_cache $(KENLM_DIR)

@@ -13,7 +13,7 @@ from filters.quality import QualityConfig, QualityFilter
 from filters.stage import Stage
 from lid.model import LanguageFilter, LidConfig
 from toolkit import storage
-from toolkit.cli import flag
+from toolkit.cli import flag, parse_size
 from toolkit.corpus import OUTPUT_FORMATS
 
 
@@ -37,7 +37,9 @@ class MineConfig:
         default=None, metadata=flag("--cutoffs")
     )  # a CCNet cutoff.csv; none: cutoffs computed from the data
     read: ReadConfig = ReadConfig()  # input format and record-size cap
-    segments_per_shard: int = 1  # input segments whose documents share one Parquet file per language
+    target_shard_size: int = field(
+        default=512 * 1024**2, metadata=flag(parse=parse_size)
+    )  # text per shard file (UTF-8 bytes, or 512MiB, 1GB...): consecutive segments' documents of one language and bucket, regrouped
     keep_dropped: bool = False  # also write dropped documents to quarantine/dropped/<reason>/
     output_format: str = field(
         default="parquet", metadata=flag(choices=tuple(OUTPUT_FORMATS))
@@ -51,8 +53,8 @@ class MineConfig:
         check_perplexity_mode(self.perplexity)
         if self.output_format not in OUTPUT_FORMATS:
             raise ValueError(f"output format must be one of {', '.join(OUTPUT_FORMATS)}, got {self.output_format!r}")
-        if self.segments_per_shard < 1:
-            raise ValueError(f"segments_per_shard must be >= 1, got {self.segments_per_shard}")
+        if self.target_shard_size < 1:
+            raise ValueError(f"target_shard_size must be >= 1 byte, got {self.target_shard_size}")
 
     def with_absolute_paths(self) -> MineConfig:
         """This config with every local path absolute, as workers in other folders need them."""

@@ -3,24 +3,29 @@ stats and quarantine."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import posixpath
 import re
+import sys
+import threading
+import time
 from typing import Dict, List, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import FileSystem
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from ccnet_pipeline.config import ImportConfig, MineConfig
-from ccnet_pipeline.stats import job_stats
+from ccnet_pipeline.stats import job_stats, sum_counters
 from ccnet_pipeline.transforms import (
     BAD,
     COUNTERS,
     DROPPED,
     KEPT,
     NAMESPACE,
+    PARTITIONS,
     PERPLEXITIES,
     SEEN,
     ApplyStage,
@@ -131,13 +136,14 @@ def build(
     counters = (
         new[COUNTERS],
         pipeline | "CommittedCounters" >> beam.Create([marker["counters"] for _, marker in sorted(committed.items())]),
+        deduped[PARTITIONS] | "PartitionsCounter" >> beam.Map(lambda partitions: {"dedup/hash_partitions": partitions}),
     ) | "AllCounters" >> beam.Flatten()
     buckets = config.buckets if config.lm_dir else None
     (
         (new[KEPT], earlier)
         | "AllSegments" >> beam.Flatten()
-        | "WriteShards" >> WriteShards(layout, config.segments_per_shard, buckets, cutoffs, config.output_format)
-        | "CollectSummaries" >> beam.combiners.ToList()
+        | "WriteShards" >> WriteShards(layout, config.target_shard_size, buckets, cutoffs, config.output_format)
+        | "CollectSummaries" >> beam.combiners.ToList()  # one per output file: bounded by target_shard_size
         | "WriteManifestAndStats"
         >> beam.Map(
             write_manifest_and_stats,
@@ -146,7 +152,7 @@ def build(
             config.to_json(),
             options,
             beam.pvalue.AsSingleton(cutoffs | "CutoffsUsed" >> beam.Map(cutoffs_used, config.buckets)),
-            beam.pvalue.AsList(counters),
+            beam.pvalue.AsSingleton(counters | "SumCounters" >> beam.CombineGlobally(sum_counters)),
         )
     )
 
@@ -182,7 +188,7 @@ def write_manifest_and_stats(
     config: Dict,
     options: Dict,
     cutoffs: Dict[str, Dict[str, float]],
-    counters: List[Dict[str, int]],
+    counters: Dict[str, int],
 ) -> None:
     """OUT/stats.json (every counter, from the committed segments and the written files) and
     OUT/manifest.json (``CorpusManifest``): every file, the perplexity cutoffs used and the
@@ -202,6 +208,9 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     return PipelineOptions(args)
 
 
+PROGRESS_SECONDS = 30.0  # how often a running mine job reports its committed segments
+
+
 def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Dict:
     """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
     resuming after the segments an earlier run committed; returns the stats it wrote."""
@@ -209,27 +218,78 @@ def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -
     return storage.read_json(Layout(config.output).stats)
 
 
-def execute(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]):
-    """``run``, returning Beam's result of the job (its metrics: ``job_counters``)."""
+def execute(
+    config: MineConfig, segments: Sequence[str], beam_args: Sequence[str], progress_seconds: float = PROGRESS_SECONDS
+):
+    """``run``, returning Beam's result of the job (its metrics: ``job_counters``); every
+    ``progress_seconds`` it prints how many segments are committed, if that changed."""
     pipeline, options = new_pipeline(beam_args)
     committed = committed_segments(config.output, segments)
     build(pipeline, config, segments, options, committed)
     logging.info(
         "mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed)
     )
-    return finish(pipeline, config.output)
+    return finish(pipeline, config.output, reporting_progress(config.output, len(segments), progress_seconds))
+
+
+@contextlib.contextmanager
+def reporting_progress(output: str, total: int, seconds: float):
+    """While the block runs, every ``seconds`` and once at its end, a line on stderr when the
+    number of committed segments has changed: their markers, which any runner's workers write
+    to the output."""
+    stop, started = threading.Event(), time.monotonic()
+
+    def report(last: int = -1) -> None:
+        finished = False
+        while not finished:  # a last count once the block is done
+            finished = stop.wait(seconds)
+            try:
+                done = len(storage.match(Layout(output).markers))
+            except OSError:  # a listing that failed: try again next time
+                continue
+            if done != last:
+                minutes, rest = divmod(int(time.monotonic() - started), 60)
+                print(f"mine: {done}/{total} segments committed ({minutes}m{rest:02d}s)", file=sys.stderr, flush=True)
+                last = done
+
+    reporter = threading.Thread(target=report, name="progress", daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        reporter.join()
 
 
 def new_pipeline(beam_args: Sequence[str]):
     """A Beam pipeline for ``beam_args`` and the options it runs with (for the manifest)."""
     options = pipeline_options(beam_args)
-    return beam.Pipeline(options=options), options.get_all_options(drop_default=True)
+    given = options.get_all_options(drop_default=True)
+    runner = local_runner(given) if options.view_as(StandardOptions).runner == DEFAULT_RUNNER else None
+    return beam.Pipeline(runner=runner, options=options), given
 
 
-def finish(pipeline: beam.Pipeline, output: str):
-    """Run ``pipeline`` to its end, then mark ``output`` complete; Beam's result."""
-    result = pipeline.run()
-    result.wait_until_finish()
+def local_runner(options: Dict):
+    """Beam's FnApiRunner, handing the job's options to its worker processes
+    (``--direct_running_mode=multi_processing``), which it otherwise starts without them, at
+    the INFO log level."""
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    encoded = JobServiceHandle.encode_pipeline_options(options)  # as a portable runner hands them over
+    return FnApiRunner(
+        provision_info=ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
+    )
+
+
+def finish(pipeline: beam.Pipeline, output: str, watch=None):
+    """Run ``pipeline`` to its end (inside the context manager ``watch``, if any), then mark
+    ``output`` complete; Beam's result."""
+    with watch or contextlib.nullcontext():
+        result = pipeline.run()
+        result.wait_until_finish()
     mark_complete(output)
     return result
 
@@ -262,7 +322,7 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
             config.to_json(),
             options,
             {},
-            beam.pvalue.AsList(converted[COUNTERS]),
+            beam.pvalue.AsSingleton(converted[COUNTERS] | "SumCounters" >> beam.CombineGlobally(sum_counters)),
         )
     )
     finish(pipeline, config.output)

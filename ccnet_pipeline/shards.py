@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,14 +21,20 @@ ROWS_PER_ROW_GROUP = 4096
 
 
 class ParquetRowWriter:
-    """Rows into a Parquet stream, ``ROWS_PER_ROW_GROUP`` to a row group."""
+    """Rows into a Parquet stream, ``ROWS_PER_ROW_GROUP`` to a row group; with ``group_by``, a
+    row group also ends where that column's value changes (so readers can skip by value)."""
 
-    def __init__(self, stream, schema: pa.Schema = ARROW_SCHEMA, compression: str = "zstd"):
+    def __init__(
+        self, stream, schema: pa.Schema = ARROW_SCHEMA, compression: str = "zstd", group_by: Optional[str] = None
+    ):
         self.schema = schema
         self.writer = pq.ParquetWriter(stream, schema, compression=compression)
+        self.group_by = group_by
         self.rows: List[Dict] = []
 
     def add(self, row: Dict) -> None:
+        if self.group_by and self.rows and self.rows[-1][self.group_by] != row[self.group_by]:
+            self.flush()
         self.rows.append(row)
         if len(self.rows) == ROWS_PER_ROW_GROUP:
             self.flush()
@@ -43,10 +49,16 @@ class ParquetRowWriter:
         self.writer.close()
 
 
-def write_parquet(path: str, rows: List[Dict], schema: pa.Schema = ARROW_SCHEMA, compression: str = "zstd") -> None:
-    """``rows`` as one Parquet file, in row groups, written atomically."""
+def write_parquet(
+    path: str,
+    rows: List[Dict],
+    schema: pa.Schema = ARROW_SCHEMA,
+    compression: str = "zstd",
+    group_by: Optional[str] = None,
+) -> None:
+    """``rows`` as one Parquet file, in row groups (see ``ParquetRowWriter``), written atomically."""
     with storage.atomic_write(path) as stream:
-        writer = ParquetRowWriter(stream, schema, compression)
+        writer = ParquetRowWriter(stream, schema, compression, group_by)
         for row in rows:
             writer.add(row)
         writer.close()

@@ -70,12 +70,18 @@ def file_counters(summary: Dict) -> Dict[str, int]:
     }
 
 
-def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
-    """stats.json: the segments' counters summed, the output per language and bucket from the
-    written files, and the same numbers grouped for reading."""
+def sum_counters(counters: Iterable[Dict[str, int]]) -> Dict[str, int]:
+    """Counters summed name by name (a Beam combine: partial sums combine again)."""
     totals: Counter = Counter()
-    for counters in per_segment:
-        totals.update(counters)
+    for counts in counters:
+        totals.update(counts)
+    return dict(totals)
+
+
+def job_stats(segment_totals: Dict[str, int], files: List[Dict]) -> Dict:
+    """stats.json: the segments' counters summed (``sum_counters``), the output per language
+    and bucket from the written files, and the same numbers grouped for reading."""
+    totals: Counter = Counter(segment_totals)
     for summary in files:
         totals.update(file_counters(summary))
     counters = dict(sorted(totals.items()))
@@ -92,6 +98,7 @@ def job_stats(per_segment: Iterable[Dict[str, int]], files: List[Dict]) -> Dict:
         }
     return {
         "segments": counters.get("read/segments", 0),
+        "hash_partitions": counters.get("dedup/hash_partitions"),
         "documents_read": counters.get("read/documents", 0),
         "bad_records": with_prefix("read/bad/"),
         "lines_removed_by_dedup": counters.get("dedup/lines_removed", 0),

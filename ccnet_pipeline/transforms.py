@@ -31,6 +31,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.metrics import Metrics
 
 from ccnet_pipeline.ccnet_json import CcnetReader
@@ -50,11 +51,12 @@ from filters.document import ARROW_SCHEMA, segment_name
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, bucket
 from filters.stage import Stage, apply_stages
 from toolkit import storage
-from toolkit.corpus import Layout, read_parquet
+from toolkit.corpus import Layout, read_parquet, read_parquet_where
 
 NAMESPACE = "ccnet"  # the job's counters, those of stats.json
 PROGRESS = "progress"  # live counters of the stages
 KEPT, DROPPED, BAD, SEEN, COUNTERS, PERPLEXITIES = "kept", "dropped", "bad", "seen", "counters", "perplexities"
+PARTITIONS = "partitions"
 
 
 @cache
@@ -131,32 +133,60 @@ class ApplyStage(beam.PTransform):
 
 
 class HashSegment(beam.DoFn):
-    """Pass 1: per segment, (partition, (segment index, hashes, positions)) for every hash
-    partition. The segment's hashes are committed once and read back on reruns."""
+    """Pass 1: per segment, hash every line and commit the hashes (read back on reruns);
+    yields (segment index, number of lines)."""
 
-    def __init__(self, config: DedupConfig, read: ReadConfig, layout: Layout):
-        self.config = config
+    def __init__(self, read: ReadConfig, normalize, layout: Layout):
         self.read = read
+        self.normalize = normalize
         self.layout = layout
 
     def process(self, segment: Tuple[int, str]):
         index, path = segment
         committed = self.layout.hashes(index)
         if storage.exists(committed):
-            hashes, positions = np.load(io.BytesIO(storage.read_bytes(committed)))
+            lines = len(load_hashes(self.layout, index)[0])
         else:
             records = (
                 (record, item["raw_content"])
                 for record, item in read_segment_items(self.read, path)
                 if not isinstance(item, BadRecord)
             )
-            hashes, positions = segment_line_hashes(records, self.config.normalize)
+            hashes, positions = segment_line_hashes(records, self.normalize)
             with storage.atomic_write(committed) as out:
                 np.save(out, np.stack([hashes, positions]))
-        partitions = split_by_partition(hashes, positions, self.config.hash_partitions)
-        for partition, (partition_hashes, partition_positions) in enumerate(partitions):
+            lines = len(hashes)
+        yield index, lines
+
+
+def load_hashes(layout: Layout, index: int) -> Tuple[np.ndarray, np.ndarray]:
+    hashes, positions = np.load(io.BytesIO(storage.read_bytes(layout.hashes(index))))
+    return hashes, positions
+
+
+class SplitHashes(beam.DoFn):
+    """A hashed segment -> (partition, (segment index, hashes, positions)) for every hash
+    partition it has lines in, ``partitions`` being chosen from the whole input's line count."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+
+    def process(self, hashed: Tuple[int, int], partitions: int):
+        index, _ = hashed
+        hashes, positions = load_hashes(self.layout, index)
+        for partition, (partition_hashes, partition_positions) in enumerate(
+            split_by_partition(hashes, positions, partitions)
+        ):
             if len(partition_hashes):
                 yield partition, (index, partition_hashes, partition_positions)
+
+
+def choose_partitions(lines: int, config: DedupConfig) -> int:
+    """The hash partitions for ``lines`` lines in all (``DedupConfig.partitions``), counted as
+    ``dedup/hash_partitions`` as stats.json reports it."""
+    partitions = config.partitions(lines)
+    counter("dedup/hash_partitions").inc(partitions)
+    return partitions
 
 
 def find_duplicates(partition_parts: Tuple[int, Iterable], mode: str):
@@ -199,7 +229,8 @@ class Deduplicate(beam.PTransform):
     (pass 1), shuffle the hashes by partition to find the duplicated ones, reread and filter
     each segment (pass 2). No worker holds more than one partition of hashes or one segment's
     removals. Input: (every segment, the segments still to mine), both as (index, path); every
-    segment's hashes count, committed ones are read back."""
+    segment's hashes count, committed ones are read back. Output: the tags of ``RemoveLines``
+    and, on ``partitions``, the number of hash partitions used (a one-element PCollection)."""
 
     def __init__(self, config: DedupConfig, read: ReadConfig, layout: Layout):
         super().__init__()
@@ -209,13 +240,20 @@ class Deduplicate(beam.PTransform):
 
     def expand(self, inputs):
         segments, to_mine = inputs
+        hashed = segments | "HashLines" >> beam.ParDo(HashSegment(self.read, self.config.normalize, self.layout))
+        partitions = (
+            hashed
+            | "LineCounts" >> beam.Values()
+            | "CountLines" >> beam.CombineGlobally(sum)
+            | "ChoosePartitions" >> beam.Map(choose_partitions, self.config)
+        )
         removed = (
-            segments
-            | "HashLines" >> beam.ParDo(HashSegment(self.config, self.read, self.layout))
+            hashed
+            | "SplitByPartition" >> beam.ParDo(SplitHashes(self.layout), beam.pvalue.AsSingleton(partitions))
             | "GroupByPartition" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.FlatMap(find_duplicates, self.config.mode)
         )
-        return (
+        filtered = (
             {"path": to_mine, "removed": removed}
             | "JoinBySegment" >> beam.CoGroupByKey()
             | (
@@ -225,6 +263,7 @@ class Deduplicate(beam.PTransform):
                 )
             )
         )
+        return {**{tag: filtered[tag] for tag in (KEPT, DROPPED, BAD, SEEN)}, PARTITIONS: partitions}
 
 
 # --- Perplexity cutoffs ------------------------------------------------------------------
@@ -252,8 +291,21 @@ class ComputeCutoffs(beam.PTransform):
 
 # --- Commit ------------------------------------------------------------------------------
 
-# A committed segment's documents: the output schema plus the record index, for input order.
+# A committed segment's documents, by language then input order, in row groups of one language
+# (read back one language at a time): the output schema plus the record index.
 COMMITTED_SCHEMA = ARROW_SCHEMA.append(pa.field("record", pa.int64(), nullable=False))
+
+
+def write_committed(layout: Layout, index: int, kept: Iterable[Tuple[int, Dict]]) -> None:
+    """Segment ``index``'s kept (record index, document) pairs, as ``COMMITTED_SCHEMA`` says."""
+    rows = sorted(({**doc, "record": record} for record, doc in kept), key=lambda r: (r["language"] or "", r["record"]))
+    write_parquet(
+        layout.segment_documents(index),
+        rows,
+        COMMITTED_SCHEMA,
+        compression="lz4",  # read once more and deleted: speed over size
+        group_by="language",
+    )
 
 
 def read_committed(layout: Layout, index: int, columns: Optional[List[str]] = None) -> pa.Table:
@@ -299,12 +351,7 @@ class CommitSegment(beam.DoFn):
         if self.keep_dropped:
             for reason in sorted({reason for _, (reason, _) in dropped}):
                 write_parquet(self.layout.dropped(reason, index), [doc for _, (r, doc) in dropped if r == reason])
-        write_parquet(
-            self.layout.segment_documents(index),
-            [{**doc, "record": order[1]} for order, doc in kept],
-            COMMITTED_SCHEMA,
-            compression="lz4",  # read once more and deleted: speed over size
-        )
+        write_committed(self.layout, index, [(order[1], doc) for order, doc in kept])
         counters = segment_counters([doc for _, doc in kept], [entry for _, entry in dropped], bad, self.stages)
         storage.write_text(
             self.layout.marker(index), json.dumps({"index": index, "path": path, "counters": counters}, sort_keys=True)
@@ -376,57 +423,106 @@ def write_summaries(summaries: List[Dict]) -> List[Dict]:
     return summaries
 
 
-class WriteShardGroup(beam.DoFn):
-    """(shard number, its committed segment indexes) -> one file per language and bucket
-    (``ShardWriter``), documents in input order, each bucketed with the cutoffs; yields file
-    summaries."""
+class ShardBuckets:
+    """The output bucket of a committed document: from its perplexity and the cutoffs, or the
+    bucket it was committed with when the job has no perplexity (``buckets`` None)."""
+
+    def __init__(self, buckets: Optional[BucketConfig]):
+        self.buckets = buckets
+
+    def of(self, language: str, perplexity: Optional[float], committed: str, cutoffs: Cutoffs) -> str:
+        return committed if self.buckets is None else bucket(perplexity, language, cutoffs, self.buckets)
+
+
+class MeasureSegment(beam.DoFn):
+    """A committed segment -> ((language, bucket), (segment index, text bytes)) for each
+    language and bucket it has documents in, the bytes being UTF-8 ``raw_content``."""
+
+    def __init__(self, layout: Layout, buckets: Optional[BucketConfig]):
+        self.layout = layout
+        self.buckets = ShardBuckets(buckets)
+
+    def process(self, index: int, cutoffs: Cutoffs):
+        table = read_committed(self.layout, index, ["language", "perplexity", "bucket", "raw_content"])
+        sizes = pc.binary_length(table.column("raw_content").cast(pa.binary())).to_pylist()
+        columns = (table.column(name).to_pylist() for name in ("language", "perplexity", "bucket"))
+        totals: Dict[Tuple[str, str], int] = {}
+        for size, (language, perplexity, committed) in zip(sizes, zip(*columns)):
+            key = (language, self.buckets.of(language, perplexity, committed, cutoffs))
+            totals[key] = totals.get(key, 0) + size
+        for key, size in sorted(totals.items()):
+            yield key, (index, size)
+
+
+def pack_segments(keyed: Tuple[Tuple[str, str], Iterable[Tuple[int, int]]], target_size: int):
+    """One language and bucket's (segment index, bytes) -> ((language, bucket, shard number),
+    segment indexes): runs of consecutive segments of about ``target_size`` bytes, a shard
+    ending before the segment that would take it over (a segment larger alone is one shard)."""
+    (language, bucket_name), sizes = keyed
+    shard, current, total = 0, [], 0
+    for index, size in sorted(sizes):
+        if current and total + size > target_size:
+            yield (language, bucket_name, shard), current
+            shard, current, total = shard + 1, [], 0
+        current.append(index)
+        total += size
+    if current:
+        yield (language, bucket_name, shard), current
+
+
+class WriteShard(beam.DoFn):
+    """((language, bucket, shard number), segment indexes) -> one shard file (``ShardWriter``)
+    of that language and bucket's documents of those segments, in input order, read back one
+    row group at a time; yields its summary."""
 
     def __init__(self, layout: Layout, buckets: Optional[BucketConfig], output_format: str):
         self.layout = layout
-        self.buckets = buckets
+        self.buckets = ShardBuckets(buckets)
         self.output_format = output_format
 
-    def process(self, group, cutoffs: Cutoffs):
-        shard, indexes = group
+    def process(self, shard_segments, cutoffs: Cutoffs):
+        (language, bucket_name, shard), indexes = shard_segments
         with ShardWriter(self.layout.root, shard, self.output_format) as writer:
-            for index in sorted(indexes):
-                for row in read_committed(self.layout, index).to_pylist():
-                    del row["record"]  # rows are committed in record order
-                    if self.buckets is not None:
-                        row["bucket"] = bucket(row["perplexity"], row["language"], cutoffs, self.buckets)
-                    writer.add(row)
+            for index in indexes:
+                for table in read_parquet_where(self.layout.segment_documents(index), "language", language):
+                    columns = (table.column(name).to_pylist() for name in ("perplexity", "bucket"))
+                    mine = [self.buckets.of(language, *values, cutoffs) == bucket_name for values in zip(*columns)]
+                    for row in table.filter(pa.array(mine)).drop_columns(["record"]).to_pylist():
+                        row["bucket"] = bucket_name  # rows are committed in record order
+                        writer.add(row)
         yield from write_summaries(writer.summaries)
 
 
 class WriteShards(beam.PTransform):
-    """Committed segment indexes -> the corpus shards (``Layout.shard``), one file per language,
-    bucket and group of ``segments_per_shard`` segments, read back from the commits (no shuffle
-    of documents) once every segment is in. Returns the file summaries."""
+    """Committed segment indexes -> the corpus shards (``Layout.shard``), once every segment is
+    in: per language and bucket, files of about ``target_size`` bytes of text, each holding the
+    documents of a run of consecutive segments, read back from the commits (no shuffle of
+    documents, one row group in memory at a time). Returns the file summaries."""
 
     def __init__(
         self,
         layout: Layout,
-        segments_per_shard: int,
+        target_size: int,
         buckets: Optional[BucketConfig],
         cutoffs,
         output_format: str = "parquet",
     ):
         super().__init__()
         self.layout = layout
-        self.segments_per_shard = segments_per_shard
+        self.target_size = target_size
         self.buckets = buckets
         self.cutoffs = cutoffs
         self.output_format = output_format
 
     def expand(self, indexes):
+        cutoffs = beam.pvalue.AsSingleton(self.cutoffs)
         return (
             indexes
-            | "KeyByShard" >> beam.Map(lambda index: (index // self.segments_per_shard, index))
-            | "GroupByShard" >> beam.GroupByKey()
-            | "Write"
-            >> beam.ParDo(
-                WriteShardGroup(self.layout, self.buckets, self.output_format), beam.pvalue.AsSingleton(self.cutoffs)
-            )
+            | "Measure" >> beam.ParDo(MeasureSegment(self.layout, self.buckets), cutoffs)
+            | "GroupByLanguageBucket" >> beam.GroupByKey()
+            | "Pack" >> beam.FlatMap(pack_segments, self.target_size)
+            | "Spread" >> beam.Reshuffle()  # one language's shards over many workers
+            | "Write" >> beam.ParDo(WriteShard(self.layout, self.buckets, self.output_format), cutoffs)
         )
 
 

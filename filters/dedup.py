@@ -22,7 +22,7 @@ import numpy as np
 
 from filters.document import Document
 from filters.normalize import normalize_for_dedup, normalize_for_dedup_strict
-from toolkit.cli import flag
+from toolkit.cli import flag, parse_size
 
 HASH_SIZE = 8  # bytes of SHA-1 kept, as CCNet
 HASH_DTYPE = np.dtype("<u8")
@@ -32,6 +32,11 @@ MAX_LINES = 1 << LINE_BITS
 # inside one document keeps its first); strict: the same rule on normalize_for_dedup_strict's
 # key; keep-first: CCNet's key, the first occurrence in input order kept, every later one removed.
 DEDUP_MODES = ("ccnet", "strict", "keep-first")
+MAX_PARTITIONS = 65536
+# Peak memory of find_removed_lines per line of its partition, measured (bench/dedup_memory.py):
+# the 16 bytes of hash and position it is given, 48 of concatenated and sorted copies, 16 of
+# sort order, masks and group counts.
+BYTES_PER_LINE = 80
 
 
 @dataclass(frozen=True)
@@ -39,18 +44,30 @@ class DedupConfig:
     mode: str = field(
         default="ccnet", metadata=flag("--dedup", choices=DEDUP_MODES)
     )  # ccnet: CCNet's key and rule; strict: the rule on a key without punctuation or spacing; keep-first: the first occurrence kept
-    hash_partitions: int = field(
-        default=16, metadata=flag("--hash-partitions", "--hash-buckets")
-    )  # shuffle partitions of the hash space: each dedup worker holds 1/N of all hashes
+    hash_partitions: Optional[int] = field(
+        default=None, metadata=flag("--hash-partitions", "--hash-buckets")
+    )  # shuffle partitions of the line-hash space, each dedup worker holding one; none: chosen from the input's line count and memory_per_worker
+    memory_per_worker: int = field(
+        default=2 * 1024**3, metadata=flag("--dedup-memory-per-worker", parse=parse_size)
+    )  # memory one dedup worker may give its hash partition (bytes, or 2GiB, 512MB...): sets the automatic partition count
     min_len: int = 300  # documents shorter than this (characters, after dedup) are dropped
 
     def __post_init__(self):
         if self.mode not in DEDUP_MODES:
             raise ValueError(f"dedup mode must be one of {DEDUP_MODES}, got {self.mode!r}")
-        if not 1 <= self.hash_partitions <= 65536:
-            raise ValueError(f"hash_partitions must be in 1..65536, got {self.hash_partitions}")
+        if self.hash_partitions is not None and not 1 <= self.hash_partitions <= MAX_PARTITIONS:
+            raise ValueError(f"hash_partitions must be in 1..{MAX_PARTITIONS}, got {self.hash_partitions}")
+        if self.memory_per_worker < BYTES_PER_LINE:
+            raise ValueError(f"memory_per_worker must be >= {BYTES_PER_LINE} bytes, got {self.memory_per_worker}")
         if self.min_len < 0:
             raise ValueError(f"min_len must be >= 0, got {self.min_len}")
+
+    def partitions(self, lines: int) -> int:
+        """The hash partitions for an input of ``lines`` lines: the ones given, else the fewest
+        whose average partition fits ``memory_per_worker`` (``BYTES_PER_LINE``)."""
+        if self.hash_partitions is not None:
+            return self.hash_partitions
+        return min(MAX_PARTITIONS, max(1, -(-lines * BYTES_PER_LINE // self.memory_per_worker)))
 
     @property
     def normalize(self) -> Callable[[str], str]:

@@ -14,6 +14,7 @@ import ast
 import dataclasses
 import inspect
 import io
+import re
 import sys
 import textwrap
 import tokenize
@@ -60,6 +61,23 @@ def field_comments(cls: type) -> Dict[str, str]:
         if token.type == tokenize.COMMENT and token.start[0] in lines:
             comments.setdefault(lines[token.start[0]], token.string.lstrip("# ").strip())
     return comments
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``512MiB``, ``2GB``, ``1.5G`` or ``1000000``: KB, MB, GB and TB are powers of
+    1000; KiB, MiB, GiB, TiB and the bare K, M, G, T are powers of 1024."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise ValueError(f"not a size: {text!r} (e.g. 512MiB, 2GB, 1000000)")
+    number, unit, suffix = match.groups()
+    if not unit and suffix.lower() == "i":
+        raise ValueError(f"not a size: {text!r} (e.g. 512MiB, 2GB, 1000000)")
+    exponent = "kmgt".index(unit.lower()) + 1 if unit else 0
+    base = 1000 if suffix.lower() == "b" else 1024
+    return int(float(number) * base**exponent)
 
 
 def _hints(cls: type) -> Dict[str, Any]:

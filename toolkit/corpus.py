@@ -208,6 +208,26 @@ def read_parquet(path: str, columns: Optional[Sequence[str]] = None, row_group: 
         )
 
 
+def read_parquet_where(path: str, column: str, value, columns: Optional[Sequence[str]] = None):
+    """The rows of a Parquet file whose ``column`` equals ``value``, one ``pyarrow.Table`` per
+    row group that may hold some: row groups whose statistics exclude ``value`` are not read,
+    so a file written in row groups of one value each is read only where it matters."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    with storage.open_read(path) as stream, pq.ParquetFile(stream) as parquet:
+        index = parquet.schema_arrow.get_field_index(column)
+        for group in range(parquet.metadata.num_row_groups):
+            stats = parquet.metadata.row_group(group).column(index).statistics
+            if stats is not None and stats.has_min_max and not stats.min <= value <= stats.max:
+                continue
+            read = None if columns is None else list(dict.fromkeys([*columns, column]))
+            table = parquet.read_row_group(group, columns=read)
+            matching = table.filter(pc.equal(table.column(column), value))
+            if matching.num_rows:
+                yield matching if columns is None else matching.select(list(columns))
+
+
 def parquet_row_groups(path: str) -> int:
     """How many row groups a Parquet file on any file system has."""
     import pyarrow.parquet as pq

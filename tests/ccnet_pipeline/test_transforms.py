@@ -11,7 +11,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from ccnet_pipeline.shards import write_parquet
 from ccnet_pipeline.transforms import (
     BAD,
     COMMITTED_SCHEMA,
@@ -24,6 +23,8 @@ from ccnet_pipeline.transforms import (
     ComputeCutoffs,
     Deduplicate,
     WriteShards,
+    pack_segments,
+    write_committed,
 )
 from ccnet_pipeline.wet import BadRecord, ReadConfig
 from ccnet_pipeline.wet_writer import raw_record
@@ -34,7 +35,7 @@ from filters.quality import QualityConfig, QualityFilter
 from lid.model import LanguageFilter, LidConfig
 from tests.helpers import TEXT, page, write_wet_file
 from toolkit import storage
-from toolkit.corpus import Layout
+from toolkit.corpus import Layout, read_parquet_where
 
 
 def pipeline():
@@ -162,62 +163,72 @@ def test_given_cutoffs():
 
 
 def commit(tmp_path, index, docs):
-    """Commit ``docs`` as segment ``index`` the way CommitSegment does."""
-    write_parquet(
-        Layout(str(tmp_path)).segment_documents(index), [{**d, "record": r} for r, d in docs], COMMITTED_SCHEMA
-    )
+    """Commit ``docs``, (record index, document) pairs, as segment ``index``."""
+    write_committed(Layout(str(tmp_path)), index, docs)
+
+
+def with_ppl(text, lang, ppl):
+    return {**doc(text, lang), "perplexity": ppl}
+
+
+def test_committed_segments_are_read_back_one_language_at_a_time(tmp_path):
+    docs = [(r, with_ppl("x" * r, lang, 1.0)) for r, lang in enumerate(["fr", "en", "fr", "de", "en"])]
+    commit(tmp_path, 0, docs)
+    path = Layout(str(tmp_path)).segment_documents(0)
+    groups, column = pq.ParquetFile(path).metadata, COMMITTED_SCHEMA.get_field_index("language")
+    languages = [groups.row_group(g).column(column).statistics.min for g in range(groups.num_row_groups)]
+    assert languages == ["de", "en", "fr"]  # a row group per language, records in order inside
+    read = lambda lang: [row["record"] for t in read_parquet_where(path, "language", lang) for row in t.to_pylist()]
+    assert (read("en"), read("fr"), read("de"), read("ja")) == ([1, 4], [0, 2], [3], [])
+
+
+def test_pack_segments_into_shards_of_the_target_size():
+    sizes = [(3, 40), (0, 60), (1, 50), (2, 10), (5, 500), (7, 1)]
+    shards = list(pack_segments((("en", "head"), sizes), 100))
+    assert shards == [
+        (("en", "head", 0), [0]),  # 60 + 50 > 100
+        (("en", "head", 1), [1, 2, 3]),  # 50 + 10 + 40
+        (("en", "head", 2), [5]),  # alone above the target
+        (("en", "head", 3), [7]),
+    ]
 
 
 def test_write_shards_in_input_order_with_buckets(tmp_path):
-    with_ppl = lambda text, lang, ppl: {**doc(text, lang), "perplexity": ppl}
     commit(tmp_path, 0, [(1, with_ppl("dd", "fr", 5.0)), (3, with_ppl("aaaa", "fr", 50.0)), (4, doc("c" * 3, "en"))])
-    commit(tmp_path, 1, [(0, with_ppl("b" * 5, "fr", 99.0))])
+    commit(tmp_path, 1, [(0, with_ppl("b" * 5, "fr", 99.0)), (2, with_ppl("é" * 3, "fr", 55.0))])
+    commit(tmp_path, 2, [(0, with_ppl("f" * 7, "fr", 58.0))])
     cutoffs = {"fr": [float(p) for p in PERCENTILES]}
     with pipeline() as p:
         given = p | "Cutoffs" >> beam.Create([cutoffs])
-        summaries = p | beam.Create([0, 1]) | WriteShards(Layout(str(tmp_path)), 1, BucketConfig(), given)
+        # fr/middle: 4 bytes in segment 0, 6 (3 x é) in 1, 7 in 2: a 10-byte target packs [0, 1], [2]
+        summaries = p | beam.Create([0, 1, 2]) | WriteShards(Layout(str(tmp_path)), 10, BucketConfig(), given)
+        entry = lambda path, documents, characters: {
+            "path": path,
+            "language": path.split("/")[0],
+            "bucket": path.split("/")[1],
+            "documents": documents,
+            "characters": characters,
+        }
         assert_that(
             summaries,
             equal_to(
                 [
-                    {
-                        "path": "fr/head/part-00000.parquet",
-                        "language": "fr",
-                        "bucket": "head",
-                        "documents": 1,
-                        "characters": 2,
-                    },
-                    {
-                        "path": "fr/middle/part-00000.parquet",
-                        "language": "fr",
-                        "bucket": "middle",
-                        "documents": 1,
-                        "characters": 4,
-                    },
-                    {
-                        "path": "en/all/part-00000.parquet",
-                        "language": "en",
-                        "bucket": "all",
-                        "documents": 1,
-                        "characters": 3,
-                    },
-                    {
-                        "path": "fr/tail/part-00001.parquet",
-                        "language": "fr",
-                        "bucket": "tail",
-                        "documents": 1,
-                        "characters": 5,
-                    },
+                    entry("fr/head/part-00000.parquet", 1, 2),
+                    entry("fr/middle/part-00000.parquet", 2, 7),
+                    entry("fr/middle/part-00001.parquet", 1, 7),
+                    entry("en/all/part-00000.parquet", 1, 3),
+                    entry("fr/tail/part-00000.parquet", 1, 5),
                 ]
             ),
         )
-    assert pq.read_table(tmp_path / "fr/middle/part-00000.parquet").schema == ARROW_SCHEMA
+    middle = pq.read_table(tmp_path / "fr/middle/part-00000.parquet")
+    assert middle.column("raw_content").to_pylist() == ["aaaa", "ééé"]  # input order across segments
+    assert middle.schema == ARROW_SCHEMA
     assert pq.ParquetFile(tmp_path / "fr/head/part-00000.parquet").metadata.row_group(0).column(0).compression == "ZSTD"
     assert not list(tmp_path.rglob("*.tmp*"))
 
 
 def test_write_shards_in_ccnets_layout(tmp_path):
-    with_ppl = lambda text, lang, ppl: {**doc(text, lang), "perplexity": ppl}
     commit(tmp_path, 0, [(1, with_ppl("dd", "fr", 5.0)), (3, with_ppl("aaaa", "fr", 5.5)), (4, doc("c" * 3, "en"))])
     cutoffs = {"fr": [float(p) for p in PERCENTILES]}
     with pipeline() as p:
@@ -263,7 +274,8 @@ def test_write_shards_groups_segments_in_order(tmp_path):
         commit(tmp_path, s, [(0, doc(f"segment {s}", "en"))])
     with pipeline() as p:
         cutoffs = p | "Cutoffs" >> beam.Create([{}])
-        p | beam.Create(range(5)) | WriteShards(Layout(str(tmp_path)), 2, None, cutoffs)
+        # "segment N" is 9 bytes: an 18-byte target packs two segments per shard
+        p | beam.Create(range(5)) | WriteShards(Layout(str(tmp_path)), 18, None, cutoffs)
     folder = tmp_path / "en" / "all"
     assert sorted(f.name for f in folder.iterdir()) == [
         "part-00000.parquet",

@@ -156,3 +156,12 @@ def test_config_validation():
         DedupConfig(mode="fuzzy")
     with pytest.raises(ValueError, match="hash_partitions"):
         DedupConfig(hash_partitions=0)
+    with pytest.raises(ValueError, match="memory_per_worker"):
+        DedupConfig(memory_per_worker=10)
+
+
+def test_hash_partitions_follow_the_input_unless_given():
+    automatic = DedupConfig(memory_per_worker=800)  # 10 lines of BYTES_PER_LINE = 80 per partition
+    assert [automatic.partitions(lines) for lines in (0, 1, 10, 11, 25, 10**12)] == [1, 1, 1, 2, 3, 65536]
+    assert DedupConfig().partitions(10**9) == 38  # 80 GB of working memory at the default 2 GiB
+    assert DedupConfig(hash_partitions=7, memory_per_worker=800).partitions(10**6) == 7

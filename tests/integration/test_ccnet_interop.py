@@ -49,12 +49,18 @@ def all_rows(corpus: Path):
 @pytest.fixture(scope="module")
 def both(sample, lm_dir):
     parquet, ccnet = sample / "parquet", sample / "ccnet"
-    return mine(sample, parquet, lm_dir), parquet, mine(sample, ccnet, lm_dir, "--output-format", "ccnet"), ccnet
+    return (
+        mine(sample, parquet, lm_dir),
+        parquet,
+        mine(sample, ccnet, lm_dir, "--output-format", "ccnet", "--target-shard-size", "30KB"),
+        ccnet,
+    )
 
 
 def test_ccnet_layout_and_fields(both):
     parquet_stats, _, stats, ccnet = both
     names = sorted(p.name for p in ccnet.glob("*.json.gz"))
+    # about 33 KB of English tail text per segment: one file per segment at a 30 KB target
     assert {"en_head_0000.json.gz", "en_tail_0001.json.gz", "es_all_0000.json.gz"} <= set(names)
     assert not list(ccnet.glob("*/*/*.parquet"))
     manifest = json.loads((ccnet / "manifest.json").read_text())

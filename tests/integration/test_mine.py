@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -86,18 +87,14 @@ def test_end_to_end_on_known_input(handmade, tmp_path):
     # Page 7 copies page 0: in ccnet mode both lose every line, like the shared boilerplate.
     assert stats["dropped"] == {"too_short": 3, "not_selected": 1}
     assert stats["lines_removed_by_dedup"] == 5 * 2 + 2 * 3  # boilerplate on 5 pages, the copied page twice
-    english = rows(out / "en/all/part-00001.parquet")
+    english = rows(out / "en/all/part-00000.parquet")
     assert [d["url"] for d in english] == ["https://example1.org/page/4"]
     assert english[0]["raw_content"] == paragraphs("en", 3, "ensecond")
     assert english[0]["original_nlines"] == 5 and english[0]["nlines"] == 3
     assert english[0]["language"] == "en" and english[0]["language_score"] > 0.5
     assert english[0]["bucket"] == "all" and english[0]["perplexity"] is None
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == [
-        "de/all/part-00001.parquet",
-        "en/all/part-00001.parquet",
-        "es/all/part-00002.parquet",
-        "fr/all/part-00000.parquet",
-        "is/all/part-00002.parquet",
+        f"{language}/all/part-00000.parquet" for language in ("de", "en", "es", "fr", "is")
     ]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["documents"] == 5
@@ -107,7 +104,13 @@ def test_end_to_end_on_known_input(handmade, tmp_path):
         "files": 1,
     }
     assert manifest["config"]["lid"]["languages"] == ["en", "fr", "de", "es", "is"]
-    assert manifest["config"]["dedup"] == {"mode": "ccnet", "hash_partitions": 16, "min_len": 200}
+    assert manifest["config"]["dedup"] == {
+        "mode": "ccnet",
+        "hash_partitions": None,  # chosen from the input: 1 for these few lines
+        "memory_per_worker": 2 * 1024**3,
+        "min_len": 200,
+    }
+    assert stats["hash_partitions"] == 1 and manifest["config"]["target_shard_size"] == 512 * 1024**2
     assert stats["output"]["is"]["all"]["documents"] == 1
     quarantined = [
         json.loads(line)
@@ -240,8 +243,9 @@ def test_generated_sample_runs_and_loads_in_datasets_and_duckdb(sample, tmp_path
     assert set(dataset.column_names) >= {"url", "raw_content", "language", "perplexity", "bucket", "cc_segment"}
 
 
-def test_reruns_are_byte_identical_across_runners(sample, lm_dir, tmp_path):
+def test_reruns_are_byte_identical_across_runners(sample, lm_dir, tmp_path, capfd):
     mine(sample, tmp_path / "a", "--langs", "100", "--lm-dir", str(lm_dir))
+    capfd.readouterr()
     mine(
         sample,
         tmp_path / "b",
@@ -252,6 +256,9 @@ def test_reruns_are_byte_identical_across_runners(sample, lm_dir, tmp_path):
         "--direct_num_workers=2",
         "--direct_running_mode=multi_processing",
     )
+    worker_log = [line for line in capfd.readouterr().err.splitlines() if not line.startswith("mine: ")]
+    # the worker processes get the job's options, its log level (ERROR) among them: no INFO flood
+    assert not [line for line in worker_log if line.startswith("INFO:apache_beam")] and len(worker_log) <= 6
     a, b = _digests(tmp_path / "a"), _digests(tmp_path / "b")
     for digests in (a, b):  # these hold the pipeline options and output folder, which differ
         del digests["manifest.json"], digests["_work/run.json"]
@@ -437,7 +444,7 @@ def test_reference_models_from_real_text(tmp_path):
         assert pairs > 300 and wins / pairs >= 0.95, (language, wins, pairs)
 
 
-def test_beam_metrics_equal_stats_json(sample, lm_dir, tmp_path):
+def test_beam_metrics_equal_stats_json_and_the_launcher_reports_progress(sample, lm_dir, tmp_path, capsys):
     """Counted in one place: the job's Beam counters are exactly the counters of stats.json."""
     from ccnet_pipeline.config import MineConfig
     from ccnet_pipeline.pipeline import execute, job_counters, list_segments
@@ -454,7 +461,10 @@ def test_beam_metrics_equal_stats_json(sample, lm_dir, tmp_path):
         lm_dir=str(lm_dir),
         keep_dropped=True,
     )
-    result = execute(config, list_segments(config.input), [])
+    segments = list_segments(config.input)
+    result = execute(config, segments, [], progress_seconds=3600)  # no report on the way: only the last
+    reports = re.findall(r"^mine: (\d+)/(\d+) segments committed \(\dm\d\ds\)$", capsys.readouterr().err, re.M)
+    assert reports == [(str(len(segments)), str(len(segments)))]
     stats = json.loads((out / "stats.json").read_text())
     counters = job_counters(result)
     assert counters == stats["counters"]
@@ -466,3 +476,17 @@ def test_beam_metrics_equal_stats_json(sample, lm_dir, tmp_path):
     progress = job_counters(result, "progress")  # the stages' live counters, named after them
     assert progress["lid/dropped/not_selected"] == counters["lid/dropped/not_selected"]
     assert progress["lid/kept"] == sum(v for k, v in counters.items() if k.startswith("output/documents/"))
+
+
+def test_more_hash_partitions_change_nothing_but_their_count(handmade, tmp_path):
+    one = mine(handmade, tmp_path / "one", "--langs", "en,fr,de,es,is", "--min-len", "200")
+    # 80 bytes per line: a partition per 10 of the input's lines
+    many = mine(
+        handmade, tmp_path / "many", "--langs", "en,fr,de,es,is", "--min-len", "200", "--dedup-memory-per-worker", "800"
+    )
+    assert (one["hash_partitions"], many["hash_partitions"]) == (1, 4)  # 35 lines
+    for stats in (one, many):
+        del stats["hash_partitions"], stats["counters"]["dedup/hash_partitions"]
+    assert many == one
+    files = lambda out: {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*.parquet")}
+    assert files(tmp_path / "many") == files(tmp_path / "one")

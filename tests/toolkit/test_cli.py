@@ -6,7 +6,7 @@ from typing import Optional, Tuple
 
 import pytest
 
-from toolkit.cli import ConfigError, add_config_arguments, build_config, flag, from_dict, given, run_cli
+from toolkit.cli import ConfigError, add_config_arguments, build_config, flag, from_dict, given, parse_size, run_cli
 
 
 def _positive(text: str) -> Tuple[str, ...]:
@@ -111,3 +111,21 @@ def test_run_cli_prints_one_line_and_returns_2(capsys):
     assert run_cli(missing, parser(), ["--out", "o"]) == 2
     assert capsys.readouterr().err == "error: No such file or directory: /nonexistent/file\n"
     assert run_cli(lambda args: None, parser(), ["--out", "o"]) == 0
+
+
+def test_sizes_in_decimal_and_binary_units():
+    sizes = ["512MiB", "512M", "2GB", "1.5G", "10KB", "3k", "1TiB", "100B", "4096"]
+    assert [parse_size(text) for text in sizes] == [
+        512 * 2**20,
+        512 * 2**20,
+        2 * 10**9,
+        3 * 2**29,
+        10_000,
+        3072,
+        2**40,
+        100,
+        4096,
+    ]
+    for bad in ["", "MB", "12i", "-3", "2 GBs", "x"]:
+        with pytest.raises(ValueError, match="not a size"):
+            parse_size(bad)

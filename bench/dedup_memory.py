@@ -1,0 +1,114 @@
+"""Memory of one dedup worker as the input grows, and the mine job's file count (make bench-memory).
+
+For 4, 16 and 64 generated segments: every line is hashed as the job's pass 1 does, the hashes
+are split into the job's hash partitions, and for every partition the peak memory of
+``find_removed_lines`` (the FindDuplicates step: the partition's hashes plus its working copies)
+is measured with tracemalloc, which numpy reports its arrays to. Two ways of choosing the
+partitions side by side: automatic (``--dedup-memory-per-worker``, scaled down here so that
+these small inputs need several partitions) and a fixed count (the old default of 16). Then the
+whole job runs on the 64 segments and the files it writes are counted, against the one file per
+segment, language and bucket of the old layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.common import mine_quietly  # noqa: E402
+from ccnet_pipeline.sample import SampleConfig, generate_sample  # noqa: E402
+from ccnet_pipeline.transforms import read_segment_items  # noqa: E402
+from ccnet_pipeline.wet import BadRecord, ReadConfig  # noqa: E402
+from filters.dedup import BYTES_PER_LINE, DedupConfig, find_removed_lines, segment_line_hashes, split_by_partition  # noqa: E402
+from toolkit.cli import parse_size  # noqa: E402
+
+
+def hash_segment(path: str):
+    records = (
+        (record, item["raw_content"])
+        for record, item in read_segment_items(ReadConfig(), path)
+        if not isinstance(item, BadRecord)
+    )
+    return segment_line_hashes(records)
+
+
+def partition_peaks(hashed, partitions: int):
+    """Per partition: (lines, peak bytes of find_removed_lines, its input included)."""
+    split = [split_by_partition(hashes, positions, partitions) for hashes, positions in hashed]
+    peaks = []
+    for partition in range(partitions):
+        parts = [(index, *segment[partition]) for index, segment in enumerate(split)]
+        lines = sum(len(hashes) for _, hashes, _ in parts)
+        given = sum(hashes.nbytes + positions.nbytes for _, hashes, positions in parts)
+        tracemalloc.start()
+        find_removed_lines(parts, "ccnet")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        peaks.append((lines, given + peak))
+    return peaks
+
+
+def mib(value: float) -> str:
+    return f"{value / 2**20:.2f}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs-per-segment", type=int, default=300)
+    parser.add_argument("--memory-per-worker", default="2MiB", help="the automatic partitioning's target")
+    parser.add_argument("--fixed-partitions", type=int, default=16)
+    parser.add_argument("--work", default=None, help="folder for the generated input (default: a temp dir)")
+    args = parser.parse_args(argv)
+    work = args.work or tempfile.mkdtemp(prefix="bench-memory-")
+    sample = os.path.join(work, "wet")
+    start = time.perf_counter()
+    paths = generate_sample(sample, SampleConfig(segments=64, docs_per_segment=args.docs_per_segment, seed=3))
+    print(f"generated 64 segments of {args.docs_per_segment} pages in {time.perf_counter() - start:.0f} s")
+    hashed = [hash_segment(path) for path in sorted(paths)]
+    automatic = DedupConfig(memory_per_worker=parse_size(args.memory_per_worker))
+    print(
+        f"\nper-worker memory of one hash partition (FindDuplicates), {BYTES_PER_LINE} B/line budgeted;"
+        f" automatic: --dedup-memory-per-worker {args.memory_per_worker}"
+    )
+    print(
+        f"{'segments':>8} {'lines':>10} | {'auto parts':>10} {'max lines':>10} {'max MiB':>8} {'B/line':>7} |"
+        f" {'fixed':>5} {'max lines':>10} {'max MiB':>8}"
+    )
+    for count in (4, 16, 64):
+        lines = sum(len(hashes) for hashes, _ in hashed[:count])
+        partitions = automatic.partitions(lines)
+        auto = partition_peaks(hashed[:count], partitions)
+        fixed = partition_peaks(hashed[:count], args.fixed_partitions)
+        auto_lines, auto_peak = max(auto, key=lambda p: p[1])
+        fixed_lines, fixed_peak = max(fixed, key=lambda p: p[1])
+        print(
+            f"{count:>8} {lines:>10,} | {partitions:>10} {auto_lines:>10,} {mib(auto_peak):>8}"
+            f" {auto_peak / auto_lines:>7.1f} | {args.fixed_partitions:>5} {fixed_lines:>10,} {mib(fixed_peak):>8}"
+        )
+    output = os.path.join(work, "corpus")
+    start = time.perf_counter()
+    mine_quietly(sample, output, f"--dedup-memory-per-worker={args.memory_per_worker}")
+    seconds = time.perf_counter() - start
+    files = [os.path.join(d, f) for d, _, names in os.walk(output) for f in names if f.endswith(".parquet")]
+    old_layout = set()  # one file per segment, language and bucket
+    for path in files:
+        table = pq.read_table(path, columns=["cc_segment", "language", "bucket"])
+        old_layout.update(zip(*(table.column(c).to_pylist() for c in ("cc_segment", "language", "bucket"))))
+    print(
+        f"\nmine on the 64 segments ({seconds:.0f} s): {len(files)} Parquet files at the default"
+        f" --target-shard-size; the old layout (a file per segment, language and bucket) wrote {len(old_layout)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
