@@ -28,7 +28,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -139,6 +139,10 @@ bench-stream: tokenize
 
 bench-train: $(VENV)/.installed
 	$(PY) bench/train.py
+
+# Per-worker memory of a dedup hash partition at 4, 16 and 64 segments, and the mine job's file count.
+bench-memory: $(VENV)/.installed
+	$(PY) bench/dedup_memory.py
 
 # The package cluster workers install (Dataflow: --extra_package; Flink/Spark: worker/Dockerfile).
 DIST ?= dist

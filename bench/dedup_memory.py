@@ -1,9 +1,10 @@
 """Memory of one dedup worker as the input grows, and the mine job's file count (make bench-memory).
 
-For 4, 16 and 64 generated segments: every line is hashed as the job's pass 1 does, the hashes
-are split into the job's hash partitions, and for every partition the peak memory of
-``find_removed_lines`` (the FindDuplicates step: the partition's hashes plus its working copies)
-is measured with tracemalloc, which numpy reports its arrays to. Two ways of choosing the
+For 4, 16 and 64 generated segments: every line is hashed as the job's pass 1 does, each
+segment's summary (a distinct hash once) is split into the job's hash partitions, and for every
+partition the peak memory of ``find_duplicated_hashes`` (the FindDuplicates step: the
+partition's entries plus its working copies) is measured with tracemalloc, which numpy reports
+its arrays to. Two ways of choosing the
 partitions side by side: automatic (``--dedup-memory-per-worker``, scaled down here so that
 these small inputs need several partitions) and a fixed count (the old default of 16). Then the
 whole job runs on the 64 segments and the files it writes are counted, against the one file per
@@ -19,7 +20,6 @@ import tempfile
 import time
 import tracemalloc
 
-import numpy as np
 import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -28,7 +28,14 @@ from bench.common import mine_quietly  # noqa: E402
 from ccnet_pipeline.sample import SampleConfig, generate_sample  # noqa: E402
 from ccnet_pipeline.transforms import read_segment_items  # noqa: E402
 from ccnet_pipeline.wet import BadRecord, ReadConfig  # noqa: E402
-from filters.dedup import BYTES_PER_LINE, DedupConfig, find_removed_lines, segment_line_hashes, split_by_partition  # noqa: E402
+from filters.dedup import (  # noqa: E402
+    BYTES_PER_ENTRY,
+    DedupConfig,
+    find_duplicated_hashes,
+    segment_line_hashes,
+    split_by_partition,
+    summarize_segment,
+)
 from toolkit.cli import parse_size  # noqa: E402
 
 
@@ -41,19 +48,19 @@ def hash_segment(path: str):
     return segment_line_hashes(records)
 
 
-def partition_peaks(hashed, partitions: int):
-    """Per partition: (lines, peak bytes of find_removed_lines, its input included)."""
-    split = [split_by_partition(hashes, positions, partitions) for hashes, positions in hashed]
+def partition_peaks(summaries, partitions: int):
+    """Per partition: (entries, peak bytes of find_duplicated_hashes, its input included)."""
+    split = [split_by_partition(hashes, values, partitions) for hashes, values in summaries]
     peaks = []
     for partition in range(partitions):
         parts = [(index, *segment[partition]) for index, segment in enumerate(split)]
-        lines = sum(len(hashes) for _, hashes, _ in parts)
-        given = sum(hashes.nbytes + positions.nbytes for _, hashes, positions in parts)
+        entries = sum(len(hashes) for _, hashes, _ in parts)
+        given = sum(hashes.nbytes + values.nbytes for _, hashes, values in parts)
         tracemalloc.start()
-        find_removed_lines(parts, "ccnet")
+        find_duplicated_hashes(parts, "ccnet")
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        peaks.append((lines, given + peak))
+        peaks.append((entries, given + peak))
     return peaks
 
 
@@ -74,25 +81,25 @@ def main(argv=None) -> int:
     paths = generate_sample(sample, SampleConfig(segments=64, docs_per_segment=args.docs_per_segment, seed=3))
     print(f"generated 64 segments of {args.docs_per_segment} pages in {time.perf_counter() - start:.0f} s")
     hashed = [hash_segment(path) for path in sorted(paths)]
+    summaries = [summarize_segment(hashes, positions, "ccnet") for hashes, positions in hashed]
     automatic = DedupConfig(memory_per_worker=parse_size(args.memory_per_worker))
     print(
-        f"\nper-worker memory of one hash partition (FindDuplicates), {BYTES_PER_LINE} B/line budgeted;"
+        f"\nper-worker memory of one hash partition (FindDuplicates), {BYTES_PER_ENTRY} B per entry budgeted;"
         f" automatic: --dedup-memory-per-worker {args.memory_per_worker}"
     )
     print(
-        f"{'segments':>8} {'lines':>10} | {'auto parts':>10} {'max lines':>10} {'max MiB':>8} {'B/line':>7} |"
-        f" {'fixed':>5} {'max lines':>10} {'max MiB':>8}"
+        f"{'segments':>8} {'lines':>10} {'entries':>10} | {'auto parts':>10} {'max entries':>11} {'max MiB':>8}"
+        f" {'B/entry':>7} | {'fixed':>5} {'max entries':>11} {'max MiB':>8}"
     )
     for count in (4, 16, 64):
         lines = sum(len(hashes) for hashes, _ in hashed[:count])
-        partitions = automatic.partitions(lines)
-        auto = partition_peaks(hashed[:count], partitions)
-        fixed = partition_peaks(hashed[:count], args.fixed_partitions)
-        auto_lines, auto_peak = max(auto, key=lambda p: p[1])
-        fixed_lines, fixed_peak = max(fixed, key=lambda p: p[1])
+        entries = sum(len(hashes) for hashes, _ in summaries[:count])
+        partitions = automatic.partitions(entries)
+        auto_entries, auto_peak = max(partition_peaks(summaries[:count], partitions), key=lambda p: p[1])
+        fixed_entries, fixed_peak = max(partition_peaks(summaries[:count], args.fixed_partitions), key=lambda p: p[1])
         print(
-            f"{count:>8} {lines:>10,} | {partitions:>10} {auto_lines:>10,} {mib(auto_peak):>8}"
-            f" {auto_peak / auto_lines:>7.1f} | {args.fixed_partitions:>5} {fixed_lines:>10,} {mib(fixed_peak):>8}"
+            f"{count:>8} {lines:>10,} {entries:>10,} | {partitions:>10} {auto_entries:>11,} {mib(auto_peak):>8}"
+            f" {auto_peak / auto_entries:>7.1f} | {args.fixed_partitions:>5} {fixed_entries:>11,} {mib(fixed_peak):>8}"
         )
     output = os.path.join(work, "corpus")
     start = time.perf_counter()

@@ -42,10 +42,12 @@ from filters.dedup import (
     DedupConfig,
     DuplicateLineRemoval,
     MinLength,
-    find_removed_lines,
+    find_duplicated_hashes,
     removed_lines_by_record,
+    removed_positions,
     segment_line_hashes,
     split_by_partition,
+    summarize_segment,
 )
 from filters.document import ARROW_SCHEMA, segment_name
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, bucket
@@ -134,7 +136,7 @@ class ApplyStage(beam.PTransform):
 
 class HashSegment(beam.DoFn):
     """Pass 1: per segment, hash every line and commit the hashes (read back on reruns);
-    yields (segment index, number of lines)."""
+    yields (segment index, its number of distinct hashes: its entries in the shuffle)."""
 
     def __init__(self, read: ReadConfig, normalize, layout: Layout):
         self.read = read
@@ -145,7 +147,7 @@ class HashSegment(beam.DoFn):
         index, path = segment
         committed = self.layout.hashes(index)
         if storage.exists(committed):
-            lines = len(load_hashes(self.layout, index)[0])
+            hashes, _ = load_hashes(self.layout, index)
         else:
             records = (
                 (record, item["raw_content"])
@@ -155,8 +157,7 @@ class HashSegment(beam.DoFn):
             hashes, positions = segment_line_hashes(records, self.normalize)
             with storage.atomic_write(committed) as out:
                 np.save(out, np.stack([hashes, positions]))
-            lines = len(hashes)
-        yield index, lines
+        yield index, len(np.unique(hashes))
 
 
 def load_hashes(layout: Layout, index: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -164,44 +165,45 @@ def load_hashes(layout: Layout, index: int) -> Tuple[np.ndarray, np.ndarray]:
     return hashes, positions
 
 
-class SplitHashes(beam.DoFn):
-    """A hashed segment -> (partition, (segment index, hashes, positions)) for every hash
-    partition it has lines in, ``partitions`` being chosen from the whole input's line count."""
+class SummarizeSegment(beam.DoFn):
+    """A hashed segment -> (partition, (segment index, hashes, values)) of its summary
+    (``summarize_segment``) for every hash partition it has entries in, ``partitions`` being
+    chosen from the whole input's entries."""
 
-    def __init__(self, layout: Layout):
+    def __init__(self, layout: Layout, mode: str):
         self.layout = layout
+        self.mode = mode
 
     def process(self, hashed: Tuple[int, int], partitions: int):
         index, _ = hashed
-        hashes, positions = load_hashes(self.layout, index)
-        for partition, (partition_hashes, partition_positions) in enumerate(
-            split_by_partition(hashes, positions, partitions)
-        ):
-            if len(partition_hashes):
-                yield partition, (index, partition_hashes, partition_positions)
+        summary = summarize_segment(*load_hashes(self.layout, index), self.mode)
+        for partition, (hashes, values) in enumerate(split_by_partition(*summary, partitions)):
+            if len(hashes):
+                yield partition, (index, hashes, values)
 
 
-def choose_partitions(lines: int, config: DedupConfig) -> int:
-    """The hash partitions for ``lines`` lines in all (``DedupConfig.partitions``), counted as
-    ``dedup/hash_partitions`` as stats.json reports it."""
-    partitions = config.partitions(lines)
+def choose_partitions(entries: int, config: DedupConfig) -> int:
+    """The hash partitions for ``entries`` entries in all (``DedupConfig.partitions``), counted
+    as ``dedup/hash_partitions`` as stats.json reports it."""
+    partitions = config.partitions(entries)
     counter("dedup/hash_partitions").inc(partitions)
     return partitions
 
 
 def find_duplicates(partition_parts: Tuple[int, Iterable], mode: str):
-    """Per hash partition: (segment index, positions to remove)."""
+    """Per hash partition: (segment index, hashes it loses every copy of)."""
     _, parts = partition_parts
-    yield from find_removed_lines(parts, mode).items()
+    yield from find_duplicated_hashes(parts, mode).items()
 
 
 class RemoveDuplicateLines(beam.DoFn):
     """Pass 2: reread a segment and run each document through its duplicate-line removal,
     then CCNet's minimum length."""
 
-    def __init__(self, min_len: int, read: ReadConfig):
+    def __init__(self, min_len: int, read: ReadConfig, layout: Layout):
         self.min_length = MinLength(min_len)
         self.read = read
+        self.layout = layout
 
     def process(self, joined: Tuple[int, Dict[str, List]]):
         index, groups = joined
@@ -211,10 +213,9 @@ class RemoveDuplicateLines(beam.DoFn):
     def filter_segment(self, index: int, groups: Dict[str, List]):
         (path,) = groups["path"]
         yield beam.pvalue.TaggedOutput(SEEN, (index, path))
-        removed_parts = groups["removed"]
-        removed = removed_lines_by_record(
-            np.concatenate(removed_parts) if removed_parts else np.empty(0, dtype=np.uint64)
-        )
+        remove_all = groups["removed"]
+        remove_all = np.concatenate(remove_all) if remove_all else np.empty(0, dtype=np.uint64)
+        removed = removed_lines_by_record(removed_positions(*load_hashes(self.layout, index), remove_all))
         for record, item in read_segment_items(self.read, path):
             if isinstance(item, BadRecord):
                 yield beam.pvalue.TaggedOutput(BAD, (index, item))
@@ -226,9 +227,9 @@ class RemoveDuplicateLines(beam.DoFn):
 
 class Deduplicate(beam.PTransform):
     """(segment index, path) -> documents without duplicated lines, as CCNet: hash every line
-    (pass 1), shuffle the hashes by partition to find the duplicated ones, reread and filter
-    each segment (pass 2). No worker holds more than one partition of hashes or one segment's
-    removals. Input: (every segment, the segments still to mine), both as (index, path); every
+    (pass 1), shuffle each segment's distinct hashes by partition to find the duplicated ones,
+    reread and filter each segment (pass 2). No worker holds more than one partition of
+    segment summaries or one segment's hashes. Input: (every segment, the segments still to mine), both as (index, path); every
     segment's hashes count, committed ones are read back. Output: the tags of ``RemoveLines``
     and, on ``partitions``, the number of hash partitions used (a one-element PCollection)."""
 
@@ -243,13 +244,14 @@ class Deduplicate(beam.PTransform):
         hashed = segments | "HashLines" >> beam.ParDo(HashSegment(self.read, self.config.normalize, self.layout))
         partitions = (
             hashed
-            | "LineCounts" >> beam.Values()
-            | "CountLines" >> beam.CombineGlobally(sum)
+            | "EntryCounts" >> beam.Values()
+            | "CountEntries" >> beam.CombineGlobally(sum)
             | "ChoosePartitions" >> beam.Map(choose_partitions, self.config)
         )
         removed = (
             hashed
-            | "SplitByPartition" >> beam.ParDo(SplitHashes(self.layout), beam.pvalue.AsSingleton(partitions))
+            | "Summarize"
+            >> beam.ParDo(SummarizeSegment(self.layout, self.config.mode), beam.pvalue.AsSingleton(partitions))
             | "GroupByPartition" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.FlatMap(find_duplicates, self.config.mode)
         )
@@ -258,7 +260,7 @@ class Deduplicate(beam.PTransform):
             | "JoinBySegment" >> beam.CoGroupByKey()
             | (
                 "RemoveLines"
-                >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.read)).with_outputs(
+                >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.read, self.layout)).with_outputs(
                     DROPPED, BAD, SEEN, main=KEPT
                 )
             )

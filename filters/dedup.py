@@ -2,14 +2,18 @@
 
 CCNet (``cc_net/dedup.py``) normalizes every line, hashes it with the first 8 bytes of SHA-1,
 removes every copy of a line whose hash occurs in two or more documents, and keeps the first
-copy of a line that repeats only inside one document. Here that runs in three steps that never
-need all hashes in one place (the pipeline shuffles by hash partition between steps 1 and 2):
+copy of a line that repeats only inside one document. Here that runs in steps that never need
+all hashes in one place (the pipeline shuffles by hash partition between steps 2 and 3):
 
 1. ``segment_line_hashes``: per input segment, arrays of (hash, position), which the pipeline
-   commits per segment (as CCNet writes a hash file per shard) and splits by hash partition
-   (``split_by_partition``);
-2. ``find_removed_lines``: per hash partition, which positions hold a duplicated line;
-3. ``remove_lines``: per document, drop those lines.
+   commits per segment (as CCNet writes a hash file per shard);
+2. ``summarize_segment``: per segment, each distinct hash once with what the global decision
+   needs (how many of the segment's documents hold it, or where it first occurs), split by hash
+   partition (``split_by_partition``): a line repeated on a million pages of one segment weighs
+   one entry, so no partition swells with the web's boilerplate;
+3. ``find_duplicated_hashes``: per hash partition, the hashes each segment loses every copy of;
+4. ``removed_positions``: per segment, those hashes' lines and every repeat of the others after
+   its first line; ``remove_lines`` drops them from each document.
 """
 
 from __future__ import annotations
@@ -33,10 +37,10 @@ MAX_LINES = 1 << LINE_BITS
 # key; keep-first: CCNet's key, the first occurrence in input order kept, every later one removed.
 DEDUP_MODES = ("ccnet", "strict", "keep-first")
 MAX_PARTITIONS = 65536
-# Peak memory of find_removed_lines per line of its partition, measured (bench/dedup_memory.py):
-# the 16 bytes of hash and position it is given, 48 of concatenated and sorted copies, 16 of
-# sort order, masks and group counts.
-BYTES_PER_LINE = 80
+# Peak memory of find_duplicated_hashes per entry of its partition (one distinct hash of one
+# segment), measured with bench/dedup_memory.py: the 16 bytes of hash and value it is given,
+# concatenated and sorted copies, sort order and masks.
+BYTES_PER_ENTRY = 80
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class DedupConfig:
     )  # ccnet: CCNet's key and rule; strict: the rule on a key without punctuation or spacing; keep-first: the first occurrence kept
     hash_partitions: Optional[int] = field(
         default=None, metadata=flag("--hash-partitions", "--hash-buckets")
-    )  # shuffle partitions of the line-hash space, each dedup worker holding one; none: chosen from the input's line count and memory_per_worker
+    )  # shuffle partitions of the line-hash space, each dedup worker holding one; none: chosen from the input's distinct lines per segment and memory_per_worker
     memory_per_worker: int = field(
         default=2 * 1024**3, metadata=flag("--dedup-memory-per-worker", parse=parse_size)
     )  # memory one dedup worker may give its hash partition (bytes, or 2GiB, 512MB...): sets the automatic partition count
@@ -57,17 +61,18 @@ class DedupConfig:
             raise ValueError(f"dedup mode must be one of {DEDUP_MODES}, got {self.mode!r}")
         if self.hash_partitions is not None and not 1 <= self.hash_partitions <= MAX_PARTITIONS:
             raise ValueError(f"hash_partitions must be in 1..{MAX_PARTITIONS}, got {self.hash_partitions}")
-        if self.memory_per_worker < BYTES_PER_LINE:
-            raise ValueError(f"memory_per_worker must be >= {BYTES_PER_LINE} bytes, got {self.memory_per_worker}")
+        if self.memory_per_worker < BYTES_PER_ENTRY:
+            raise ValueError(f"memory_per_worker must be >= {BYTES_PER_ENTRY} bytes, got {self.memory_per_worker}")
         if self.min_len < 0:
             raise ValueError(f"min_len must be >= 0, got {self.min_len}")
 
-    def partitions(self, lines: int) -> int:
-        """The hash partitions for an input of ``lines`` lines: the ones given, else the fewest
-        whose average partition fits ``memory_per_worker`` (``BYTES_PER_LINE``)."""
+    def partitions(self, entries: int) -> int:
+        """The hash partitions for an input of ``entries`` segment summary entries (distinct
+        lines per segment, summed): the ones given, else the fewest whose average partition
+        fits ``memory_per_worker`` (``BYTES_PER_ENTRY``)."""
         if self.hash_partitions is not None:
             return self.hash_partitions
-        return min(MAX_PARTITIONS, max(1, -(-lines * BYTES_PER_LINE // self.memory_per_worker)))
+        return min(MAX_PARTITIONS, max(1, -(-entries * BYTES_PER_ENTRY // self.memory_per_worker)))
 
     @property
     def normalize(self) -> Callable[[str], str]:
@@ -102,50 +107,69 @@ def segment_line_hashes(
     return np.concatenate(hash_chunks), np.concatenate(position_chunks)
 
 
-def split_by_partition(
-    hashes: np.ndarray, positions: np.ndarray, partitions: int
-) -> List[Tuple[np.ndarray, np.ndarray]]:
-    """For each partition p, the (hashes, positions) whose ``hash % partitions == p``."""
+def summarize_segment(hashes: np.ndarray, positions: np.ndarray, mode: str) -> Tuple[np.ndarray, np.ndarray]:
+    """A segment's distinct hashes (sorted) and, for each, what the global decision needs: in
+    "ccnet" and "strict" mode how many of the segment's documents hold it (capped at 2: two
+    is already a duplicate), in "keep-first" mode its first position in the segment.
+    ``positions`` ascend, as ``segment_line_hashes`` gives them."""
+    check_mode(mode)
+    if mode == "keep-first":
+        unique, first = np.unique(hashes, return_index=True)
+        return unique, positions[first]
+    records = positions >> np.uint64(LINE_BITS)
+    pairs = np.unique(np.stack([hashes, records]), axis=1)  # each (hash, document) once, by hash
+    unique, documents = np.unique(pairs[0], return_counts=True)
+    return unique, np.minimum(documents, 2).astype(np.uint64)
+
+
+def split_by_partition(hashes: np.ndarray, values: np.ndarray, partitions: int) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """For each partition p, the (hashes, values) whose ``hash % partitions == p``."""
     partition_of = hashes % np.uint64(partitions)
     order = np.argsort(partition_of, kind="stable")
     bounds = np.searchsorted(partition_of[order], np.arange(partitions + 1, dtype=np.uint64))
     return [
-        (hashes[order[bounds[p] : bounds[p + 1]]], positions[order[bounds[p] : bounds[p + 1]]])
-        for p in range(partitions)
+        (hashes[order[bounds[p] : bounds[p + 1]]], values[order[bounds[p] : bounds[p + 1]]]) for p in range(partitions)
     ]
 
 
-def find_removed_lines(parts: Iterable[Tuple[int, np.ndarray, np.ndarray]], mode: str) -> Dict[int, np.ndarray]:
-    """Given every (segment index, hashes, positions) of one hash partition, the sorted positions
-    to remove, per segment index.
-
-    "ccnet" and "strict" remove every occurrence of a hash found in two or more documents and,
-    of a hash found in one document only, every occurrence after its first line; "keep-first"
-    keeps the occurrence that comes first by (segment index, record, line) and removes the others.
-    """
-    if mode not in DEDUP_MODES:
-        raise ValueError(f"dedup mode must be one of {DEDUP_MODES}, got {mode!r}")
+def find_duplicated_hashes(parts: Iterable[Tuple[int, np.ndarray, np.ndarray]], mode: str) -> Dict[int, np.ndarray]:
+    """Given every (segment index, hashes, values) of one hash partition (``summarize_segment``),
+    per segment index the sorted hashes of which it loses every copy: in "ccnet" and "strict"
+    mode those held by two or more documents in all, in "keep-first" mode those whose first
+    occurrence by (segment index, record, line) lies in another segment."""
+    check_mode(mode)
     parts = [p for p in parts if len(p[1])]
     if not parts:
         return {}
     segments = np.concatenate([np.full(len(h), s, dtype=np.int64) for s, h, _ in parts])
     hashes = np.concatenate([h for _, h, _ in parts])
-    positions = np.concatenate([p for _, _, p in parts])
-    order = np.lexsort((positions, segments, hashes))
-    hashes, segments, positions = hashes[order], segments[order], positions[order]
+    values = np.concatenate([v for _, _, v in parts])
+    order = np.lexsort((values, segments, hashes))
+    hashes, segments, values = hashes[order], segments[order], values[order]
     starts_group = np.ones(len(hashes), dtype=bool)
     starts_group[1:] = hashes[1:] != hashes[:-1]
-    removed = ~starts_group  # every copy after the first
-    if mode != "keep-first":
-        records = positions >> np.uint64(LINE_BITS)
-        starts_document = starts_group.copy()
-        starts_document[1:] |= (segments[1:] != segments[:-1]) | (records[1:] != records[:-1])
+    if mode == "keep-first":
+        removed = ~starts_group  # the first entry of a hash holds its first occurrence
+    else:
         group = np.cumsum(starts_group) - 1
-        removed |= np.bincount(group, weights=starts_document)[group] > 1  # in several documents
-    result = {}
-    for segment in np.unique(segments[removed]):
-        result[int(segment)] = np.sort(positions[removed & (segments == segment)])
-    return result
+        removed = np.bincount(group, weights=values)[group] > 1  # in several documents
+    return {int(segment): hashes[removed & (segments == segment)] for segment in np.unique(segments[removed])}
+
+
+def removed_positions(hashes: np.ndarray, positions: np.ndarray, remove_all: np.ndarray) -> np.ndarray:
+    """A segment's positions to remove (sorted): every line whose hash is in ``remove_all``
+    (``find_duplicated_hashes``) and every repeat of the other hashes after their first line.
+    ``positions`` ascend, as ``segment_line_hashes`` gives them."""
+    _, first = np.unique(hashes, return_index=True)
+    removed = np.ones(len(hashes), dtype=bool)
+    removed[first] = False
+    removed |= np.isin(hashes, remove_all)
+    return np.sort(positions[removed])
+
+
+def check_mode(mode: str) -> None:
+    if mode not in DEDUP_MODES:
+        raise ValueError(f"dedup mode must be one of {DEDUP_MODES}, got {mode!r}")
 
 
 def removed_lines_by_record(positions: np.ndarray) -> Dict[int, frozenset]:

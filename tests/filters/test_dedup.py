@@ -6,12 +6,14 @@ import pytest
 from filters.dedup import (
     LINE_BITS,
     DedupConfig,
-    find_removed_lines,
+    find_duplicated_hashes,
     line_hashes,
     remove_lines,
     removed_lines_by_record,
+    removed_positions,
     segment_line_hashes,
     split_by_partition,
+    summarize_segment,
 )
 from filters.document import make_document
 
@@ -40,21 +42,21 @@ def test_strict_key_merges_punctuation_and_spacing_variants():
 
 
 def _dedup(segments, mode, partitions=4):
-    """Run the three dedup steps in memory over {segment: [content, ...]}."""
-    per_partition = {}
+    """Run the dedup steps in memory over {segment: [content, ...]}."""
+    hashed, per_partition = {}, {}
     for segment, contents in segments.items():
-        parts = split_by_partition(
-            *segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).normalize), partitions
-        )
-        for partition, (hashes, positions) in enumerate(parts):
-            per_partition.setdefault(partition, []).append((segment, hashes, positions))
-    removed = {}
+        hashed[segment] = segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).normalize)
+        parts = split_by_partition(*summarize_segment(*hashed[segment], mode), partitions)
+        for partition, (hashes, values) in enumerate(parts):
+            per_partition.setdefault(partition, []).append((segment, hashes, values))
+    remove_all = {}
     for parts in per_partition.values():
-        for segment, positions in find_removed_lines(parts, mode).items():
-            removed.setdefault(segment, []).append(positions)
+        for segment, hashes in find_duplicated_hashes(parts, mode).items():
+            remove_all.setdefault(segment, []).append(hashes)
     result = {}
     for segment, contents in segments.items():
-        by_record = removed_lines_by_record(np.concatenate(removed.get(segment, [np.empty(0, np.uint64)])))
+        removed = removed_positions(*hashed[segment], np.concatenate(remove_all.get(segment, [np.empty(0, np.uint64)])))
+        by_record = removed_lines_by_record(removed)
         result[segment] = [
             remove_lines(
                 make_document(url="u", date_download="d", digest="x", title="t", raw_content=c, cc_segment="s"),
@@ -93,8 +95,9 @@ def test_ccnet_mode_gives_ccnets_result(segments):
 
 
 def test_ccnet_mode_recounts_line_ids_as_ccnet():
-    removed = find_removed_lines([(0, *segment_line_hashes(enumerate(CCNET_PAGES)))], "ccnet")
-    by_record = removed_lines_by_record(removed[0])
+    hashes, positions = segment_line_hashes(enumerate(CCNET_PAGES))
+    (remove_all,) = find_duplicated_hashes([(0, *summarize_segment(hashes, positions, "ccnet"))], "ccnet").values()
+    by_record = removed_lines_by_record(removed_positions(hashes, positions, remove_all))
     docs = [
         make_document(url="u", date_download="d", digest="x", title="t", raw_content=c, cc_segment="s")
         for c in CCNET_PAGES
@@ -140,6 +143,37 @@ def test_segment_line_hashes_split_by_partition():
     assert all_positions == [0, 1, 2, 5 << LINE_BITS]
     for partition, (hashes, _) in enumerate(parts):
         assert all(int(h) % 3 == partition for h in hashes)
+
+
+def test_a_segment_summary_holds_each_hash_once():
+    pages = [(0, "menu\nx\nmenu"), (1, "menu\ny"), (2, "menu\nx"), (4, "z")]
+    hashes, positions = segment_line_hashes(pages)
+    h = {line: int(line_hashes([line])[0]) for line in ("menu", "x", "y", "z")}  # menu: 3 pages, counted 2
+    unique, documents = summarize_segment(hashes, positions, "ccnet")
+    assert dict(zip(unique.tolist(), documents.tolist())) == {h["menu"]: 2, h["x"]: 2, h["y"]: 1, h["z"]: 1}
+    unique, first = summarize_segment(hashes, positions, "keep-first")
+    assert dict(zip(unique.tolist(), first.tolist())) == {
+        h["menu"]: 0,
+        h["x"]: 1,
+        h["y"]: (1 << LINE_BITS) + 1,
+        h["z"]: 4 << LINE_BITS,
+    }
+
+
+def test_duplicated_hashes_across_segments():
+    ccnet = [
+        (0, np.array([1, 2, 3], np.uint64), np.array([1, 2, 1], np.uint64)),
+        (1, np.array([3, 4], np.uint64), np.array([1, 1], np.uint64)),
+    ]
+    assert {s: h.tolist() for s, h in find_duplicated_hashes(ccnet, "ccnet").items()} == {0: [2, 3], 1: [3]}
+    first = [
+        (0, np.array([5, 6], np.uint64), np.array([9, 3], np.uint64)),
+        (1, np.array([5, 6], np.uint64), np.array([1, 0], np.uint64)),
+    ]
+    # the lower segment index holds the first occurrence, whatever the position inside
+    assert {s: h.tolist() for s, h in find_duplicated_hashes(first, "keep-first").items()} == {1: [5, 6]}
+    hashes, positions = np.array([7, 8, 7, 9, 8], np.uint64), np.arange(5, dtype=np.uint64)
+    assert removed_positions(hashes, positions, np.array([9], np.uint64)).tolist() == [2, 3, 4]
 
 
 def test_remove_lines_recounts():
