@@ -28,7 +28,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -140,6 +140,21 @@ bench-stream: tokenize
 bench-train: $(VENV)/.installed
 	$(PY) bench/train.py
 
+# datatrove 0.10.1 in a venv of its own, for the side-by-side bench only (never a project dependency).
+.venv-bench/.installed: | $(VENV)/.installed
+	@dpkg -s libmagic1 >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmagic1 >/dev/null; }
+	$(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/pip install --quiet --upgrade pip
+	.venv-bench/bin/pip install --quiet 'datatrove==0.10.1' 'fasttext-numpy2-wheel==0.9.2' 'kenlm==0.3.0' \
+		'sentencepiece==0.2.3' 'pyarrow<26' 'warcio==1.8.1' faust-cchardet python-magic fasteners regex
+	touch $@
+
+# mine against datatrove on the same input and models, 1 and 2 workers, taking turns;
+# BENCH_ARGS="--documents 800 --segments 2 --rounds 1" for a quick check.
+BENCH_ARGS ?=
+bench-datatrove: .venv-bench/.installed $(KENLM_DIR)/bin/lmplz
+	$(PY) bench/vs_datatrove.py $(BENCH_ARGS)
+
 # Per-worker memory of a dedup hash partition at 4, 16 and 64 segments, and the mine job's file count.
 bench-memory: $(VENV)/.installed
 	$(PY) bench/dedup_memory.py
@@ -152,4 +167,4 @@ worker-package: $(VENV)/.installed
 	@ls $(DIST)/xlmr_corpus-*.whl
 
 clean:
-	rm -rf out dist .pytest_cache $(KENLM_DIR)
+	rm -rf out dist .pytest_cache $(KENLM_DIR) .venv-bench

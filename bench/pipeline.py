@@ -13,7 +13,6 @@ and prints documents/s and MB/s per core and the ratio of the whole (1 worker) t
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import shutil
 import sys
@@ -23,10 +22,9 @@ import time
 import fasttext
 import pyarrow as pa
 import pyarrow.parquet as pq
-from common import drop_lookup_tables, mine_quietly
+from common import bench_wet, drop_lookup_tables, mine_quietly
 from warcio.archiveiterator import ArchiveIterator
 
-from ccnet_pipeline.sample import SampleConfig, generate_sample
 from filters.dedup import line_hashes
 from filters.document import ARROW_SCHEMA, make_document
 from filters.quality import quality_signals
@@ -71,22 +69,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     sample_dir = os.path.join(args.workdir, "wet")
-    per_segment = args.documents // args.segments
-    config = SampleConfig(
-        segments=args.segments,
-        docs_per_segment=per_segment,
-        paragraphs=(9, 18),
-        junk_rate=0.0,
-        mixed_rate=0.0,
-        seed=7,
-        bad_records=False,
-    )
-    marker = os.path.join(sample_dir, f".{args.segments}x{per_segment}")
-    if not os.path.exists(marker):
-        shutil.rmtree(sample_dir, ignore_errors=True)
-        generate_sample(sample_dir, config)
-        open(marker, "w").close()
-    paths = sorted(glob.glob(os.path.join(sample_dir, "*.warc.wet.gz")))
+    paths = bench_wet(sample_dir, args.documents, args.segments)
 
     # Stages alone, with the raw libraries.
     t_read, pages = timed(lambda: read_with_warcio(paths))
