@@ -73,3 +73,17 @@ def bench_wet(folder: str, documents: int = 20000, segments: int = 8) -> List[st
         generate_sample(folder, config)
         open(marker, "w").close()
     return sorted(glob.glob(os.path.join(folder, "*.warc.wet.gz")))
+
+
+def reference_models(lm_dir: str, languages, text_dir: str, lines: int = 20000) -> None:
+    """A SentencePiece + KenLM pair per language in ``lm_dir``, trained once on ``lines``
+    generated clean lines per language (written to ``text_dir``), as `make corpus` does."""
+    from ccnet_pipeline.sample import generate_reference_text
+    from filters.perplexity import model_paths
+    from filters.train_lm import TrainLmConfig, train_language_model
+
+    missing = [lang for lang in languages if not os.path.exists(model_paths(lm_dir, lang)[1])]
+    if missing:
+        generate_reference_text(text_dir, lines=lines, seed=11)
+        for lang in missing:
+            train_language_model(TrainLmConfig(lang, (os.path.join(text_dir, f"{lang}.txt"),), lm_dir))

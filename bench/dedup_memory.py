@@ -26,26 +26,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import mine_quietly  # noqa: E402
 from ccnet_pipeline.sample import SampleConfig, generate_sample  # noqa: E402
-from ccnet_pipeline.transforms import read_segment_items  # noqa: E402
-from ccnet_pipeline.wet import BadRecord, ReadConfig  # noqa: E402
+from ccnet_pipeline.transforms import segment_hashes  # noqa: E402
+from ccnet_pipeline.wet import ReadConfig  # noqa: E402
 from filters.dedup import (  # noqa: E402
     BYTES_PER_ENTRY,
     DedupConfig,
     find_duplicated_hashes,
-    segment_line_hashes,
     split_by_partition,
     summarize_segment,
 )
 from toolkit.cli import parse_size  # noqa: E402
-
-
-def hash_segment(path: str):
-    records = (
-        (record, item["raw_content"])
-        for record, item in read_segment_items(ReadConfig(), path)
-        if not isinstance(item, BadRecord)
-    )
-    return segment_line_hashes(records)
 
 
 def partition_peaks(summaries, partitions: int):
@@ -80,7 +70,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     paths = generate_sample(sample, SampleConfig(segments=64, docs_per_segment=args.docs_per_segment, seed=3))
     print(f"generated 64 segments of {args.docs_per_segment} pages in {time.perf_counter() - start:.0f} s")
-    hashed = [hash_segment(path) for path in sorted(paths)]
+    hashed = [segment_hashes(ReadConfig(), path, DedupConfig().normalize) for path in sorted(paths)]
     summaries = [summarize_segment(hashes, positions, "ccnet") for hashes, positions in hashed]
     automatic = DedupConfig(memory_per_worker=parse_size(args.memory_per_worker))
     print(

@@ -19,12 +19,11 @@ import time
 
 import kenlm
 import sentencepiece
-from common import drop_lookup_tables, mine_quietly, take_turns
+from common import drop_lookup_tables, mine_quietly, reference_models, take_turns
 
-from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_reference_text, generate_sample
+from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_sample
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
 from filters.perplexity import PERPLEXITY_MODES, LanguageModel, model_paths
-from filters.train_lm import TrainLmConfig, train_language_model
 
 LANGUAGES = ("en", "de", "fr")
 
@@ -55,11 +54,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     lm_dir = os.path.join(args.workdir, "lm")
-    if not all(os.path.exists(model_paths(lm_dir, lang)[1]) for lang in LANGUAGES):
-        text_dir = os.path.join(args.workdir, "reference")
-        generate_reference_text(text_dir, lines=args.reference_lines, seed=11)
-        for lang in LANGUAGES:
-            train_language_model(TrainLmConfig(lang, (os.path.join(text_dir, f"{lang}.txt"),), lm_dir))
+    reference_models(lm_dir, LANGUAGES, os.path.join(args.workdir, "reference"), args.reference_lines)
 
     config = SampleConfig(segments=4, docs_per_segment=args.documents // 4, seed=13, bad_records=False)
     pages = [(p.language, p.text) for segment in generate_pages(config) for p in segment if p.language in LANGUAGES]

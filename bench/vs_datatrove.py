@@ -25,28 +25,17 @@ import time
 import fasttext
 import kenlm
 import sentencepiece
-from common import bench_wet
+from common import bench_wet, reference_models
 from pipeline import read_with_warcio
 
-from ccnet_pipeline.sample import LANGUAGE_MIX, generate_reference_text
+from ccnet_pipeline.sample import LANGUAGE_MIX
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths
-from filters.train_lm import TrainLmConfig, train_language_model
 from lid.model import default_model_path
 
 LANGUAGES = tuple(code for code, *_ in LANGUAGE_MIX)  # the generated sample's 16
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_PYTHON = os.path.join(ROOT, ".venv-bench", "bin", "python")
-
-
-def reference_models(lm_dir: str, languages, workdir: str) -> None:
-    """A SentencePiece + KenLM pair per language, trained once."""
-    missing = [lang for lang in languages if not os.path.exists(model_paths(lm_dir, lang)[1])]
-    if missing:
-        text_dir = os.path.join(workdir, "reference")
-        generate_reference_text(text_dir, lines=20000, seed=11)
-        for lang in missing:
-            train_language_model(TrainLmConfig(lang, (os.path.join(text_dir, f"{lang}.txt"),), lm_dir))
 
 
 def timed_process(command, output: str) -> float:
@@ -91,7 +80,7 @@ def main(argv=None) -> int:
     wet = os.path.join(workdir, "wet")
     paths = bench_wet(wet, args.documents, args.segments)
     lm_dir = os.path.join(workdir, "lm")
-    reference_models(lm_dir, LANGUAGES, workdir)
+    reference_models(lm_dir, LANGUAGES, os.path.join(workdir, "reference"))
     langs = ",".join(LANGUAGES)
     pages = read_with_warcio(paths)
     documents, megabytes = len(pages), sum(len(text.encode("utf-8")) for _, text in pages) / 1e6

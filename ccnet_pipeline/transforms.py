@@ -134,30 +134,34 @@ class ApplyStage(beam.PTransform):
 # --- Deduplicate -------------------------------------------------------------------------
 
 
+def segment_hashes(read: ReadConfig, path: str, normalize) -> Tuple[np.ndarray, np.ndarray]:
+    """The hashes and positions of every line of the segment at ``path`` (bad records skipped)."""
+    records = (
+        (record, item["raw_content"])
+        for record, item in read_segment_items(read, path)
+        if not isinstance(item, BadRecord)
+    )
+    return segment_line_hashes(records, normalize)
+
+
 class HashSegment(beam.DoFn):
     """Pass 1: per segment, hash every line and commit the hashes (read back on reruns);
-    yields (segment index, its number of distinct hashes: its entries in the shuffle)."""
+    yields (segment index, its summary: ``summarize_segment``, its entries in the shuffle)."""
 
-    def __init__(self, read: ReadConfig, normalize, layout: Layout):
+    def __init__(self, config: DedupConfig, read: ReadConfig, layout: Layout):
+        self.config = config
         self.read = read
-        self.normalize = normalize
         self.layout = layout
 
     def process(self, segment: Tuple[int, str]):
         index, path = segment
-        committed = self.layout.hashes(index)
-        if storage.exists(committed):
-            hashes, _ = load_hashes(self.layout, index)
+        if storage.exists(self.layout.hashes(index)):
+            hashes, positions = load_hashes(self.layout, index)
         else:
-            records = (
-                (record, item["raw_content"])
-                for record, item in read_segment_items(self.read, path)
-                if not isinstance(item, BadRecord)
-            )
-            hashes, positions = segment_line_hashes(records, self.normalize)
-            with storage.atomic_write(committed) as out:
+            hashes, positions = segment_hashes(self.read, path, self.config.normalize)
+            with storage.atomic_write(self.layout.hashes(index)) as out:
                 np.save(out, np.stack([hashes, positions]))
-        yield index, len(np.unique(hashes))
+        yield index, summarize_segment(hashes, positions, self.config.mode)
 
 
 def load_hashes(layout: Layout, index: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -165,21 +169,13 @@ def load_hashes(layout: Layout, index: int) -> Tuple[np.ndarray, np.ndarray]:
     return hashes, positions
 
 
-class SummarizeSegment(beam.DoFn):
-    """A hashed segment -> (partition, (segment index, hashes, values)) of its summary
-    (``summarize_segment``) for every hash partition it has entries in, ``partitions`` being
-    chosen from the whole input's entries."""
-
-    def __init__(self, layout: Layout, mode: str):
-        self.layout = layout
-        self.mode = mode
-
-    def process(self, hashed: Tuple[int, int], partitions: int):
-        index, _ = hashed
-        summary = summarize_segment(*load_hashes(self.layout, index), self.mode)
-        for partition, (hashes, values) in enumerate(split_by_partition(*summary, partitions)):
-            if len(hashes):
-                yield partition, (index, hashes, values)
+def split_summary(summarized: Tuple[int, Tuple[np.ndarray, np.ndarray]], partitions: int):
+    """A segment's summary -> (partition, (segment index, hashes, values)) for every hash
+    partition it has entries in, ``partitions`` being chosen from the whole input's entries."""
+    index, summary = summarized
+    for partition, (hashes, values) in enumerate(split_by_partition(*summary, partitions)):
+        if len(hashes):
+            yield partition, (index, hashes, values)
 
 
 def choose_partitions(entries: int, config: DedupConfig) -> int:
@@ -228,10 +224,11 @@ class RemoveDuplicateLines(beam.DoFn):
 class Deduplicate(beam.PTransform):
     """(segment index, path) -> documents without duplicated lines, as CCNet: hash every line
     (pass 1), shuffle each segment's distinct hashes by partition to find the duplicated ones,
-    reread and filter each segment (pass 2). No worker holds more than one partition of
-    segment summaries or one segment's hashes. Input: (every segment, the segments still to mine), both as (index, path); every
-    segment's hashes count, committed ones are read back. Output: the tags of ``RemoveLines``
-    and, on ``partitions``, the number of hash partitions used (a one-element PCollection)."""
+    reread and filter each segment (pass 2). No worker holds more than one partition of segment
+    summaries or one segment's hashes. Input: (every segment, the segments still to mine), both
+    as (index, path); every segment's hashes count, committed ones are read back. Output: the
+    tags of ``RemoveLines`` and, on ``partitions``, the number of hash partitions used (a
+    one-element PCollection)."""
 
     def __init__(self, config: DedupConfig, read: ReadConfig, layout: Layout):
         super().__init__()
@@ -241,17 +238,16 @@ class Deduplicate(beam.PTransform):
 
     def expand(self, inputs):
         segments, to_mine = inputs
-        hashed = segments | "HashLines" >> beam.ParDo(HashSegment(self.read, self.config.normalize, self.layout))
+        summaries = segments | "HashLines" >> beam.ParDo(HashSegment(self.config, self.read, self.layout))
         partitions = (
-            hashed
-            | "EntryCounts" >> beam.Values()
+            summaries
+            | "EntryCounts" >> beam.MapTuple(lambda _, summary: len(summary[0]))
             | "CountEntries" >> beam.CombineGlobally(sum)
             | "ChoosePartitions" >> beam.Map(choose_partitions, self.config)
         )
         removed = (
-            hashed
-            | "Summarize"
-            >> beam.ParDo(SummarizeSegment(self.layout, self.config.mode), beam.pvalue.AsSingleton(partitions))
+            summaries
+            | "SplitByPartition" >> beam.FlatMap(split_summary, beam.pvalue.AsSingleton(partitions))
             | "GroupByPartition" >> beam.GroupByKey()
             | "FindDuplicates" >> beam.FlatMap(find_duplicates, self.config.mode)
         )
@@ -425,15 +421,12 @@ def write_summaries(summaries: List[Dict]) -> List[Dict]:
     return summaries
 
 
-class ShardBuckets:
+def output_bucket(
+    buckets: Optional[BucketConfig], language: str, perplexity: Optional[float], committed: str, cutoffs: Cutoffs
+) -> str:
     """The output bucket of a committed document: from its perplexity and the cutoffs, or the
     bucket it was committed with when the job has no perplexity (``buckets`` None)."""
-
-    def __init__(self, buckets: Optional[BucketConfig]):
-        self.buckets = buckets
-
-    def of(self, language: str, perplexity: Optional[float], committed: str, cutoffs: Cutoffs) -> str:
-        return committed if self.buckets is None else bucket(perplexity, language, cutoffs, self.buckets)
+    return committed if buckets is None else bucket(perplexity, language, cutoffs, buckets)
 
 
 class MeasureSegment(beam.DoFn):
@@ -442,7 +435,7 @@ class MeasureSegment(beam.DoFn):
 
     def __init__(self, layout: Layout, buckets: Optional[BucketConfig]):
         self.layout = layout
-        self.buckets = ShardBuckets(buckets)
+        self.buckets = buckets
 
     def process(self, index: int, cutoffs: Cutoffs):
         table = read_committed(self.layout, index, ["language", "perplexity", "bucket", "raw_content"])
@@ -450,7 +443,7 @@ class MeasureSegment(beam.DoFn):
         columns = (table.column(name).to_pylist() for name in ("language", "perplexity", "bucket"))
         totals: Dict[Tuple[str, str], int] = {}
         for size, (language, perplexity, committed) in zip(sizes, zip(*columns)):
-            key = (language, self.buckets.of(language, perplexity, committed, cutoffs))
+            key = (language, output_bucket(self.buckets, language, perplexity, committed, cutoffs))
             totals[key] = totals.get(key, 0) + size
         for key, size in sorted(totals.items()):
             yield key, (index, size)
@@ -479,18 +472,22 @@ class WriteShard(beam.DoFn):
 
     def __init__(self, layout: Layout, buckets: Optional[BucketConfig], output_format: str):
         self.layout = layout
-        self.buckets = ShardBuckets(buckets)
+        self.buckets = buckets
         self.output_format = output_format
 
     def process(self, shard_segments, cutoffs: Cutoffs):
         (language, bucket_name, shard), indexes = shard_segments
         with ShardWriter(self.layout.root, shard, self.output_format) as writer:
             for index in indexes:
+                # one language's rows, committed in record order
                 for table in read_parquet_where(self.layout.segment_documents(index), "language", language):
                     columns = (table.column(name).to_pylist() for name in ("perplexity", "bucket"))
-                    mine = [self.buckets.of(language, *values, cutoffs) == bucket_name for values in zip(*columns)]
+                    mine = [
+                        output_bucket(self.buckets, language, *values, cutoffs) == bucket_name
+                        for values in zip(*columns)
+                    ]
                     for row in table.filter(pa.array(mine)).drop_columns(["record"]).to_pylist():
-                        row["bucket"] = bucket_name  # rows are committed in record order
+                        row["bucket"] = bucket_name
                         writer.add(row)
         yield from write_summaries(writer.summaries)
 

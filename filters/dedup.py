@@ -153,7 +153,11 @@ def find_duplicated_hashes(parts: Iterable[Tuple[int, np.ndarray, np.ndarray]], 
     else:
         group = np.cumsum(starts_group) - 1
         removed = np.bincount(group, weights=values)[group] > 1  # in several documents
-    return {int(segment): hashes[removed & (segments == segment)] for segment in np.unique(segments[removed])}
+    segments, hashes = segments[removed], hashes[removed]
+    by_segment = np.argsort(segments, kind="stable")  # each segment's hashes stay sorted
+    segments, hashes = segments[by_segment], hashes[by_segment]
+    unique, starts = np.unique(segments, return_index=True)
+    return {int(segment): part for segment, part in zip(unique, np.split(hashes, starts[1:]))}
 
 
 def removed_positions(hashes: np.ndarray, positions: np.ndarray, remove_all: np.ndarray) -> np.ndarray:

@@ -208,7 +208,7 @@ def read_parquet(path: str, columns: Optional[Sequence[str]] = None, row_group: 
         )
 
 
-def read_parquet_where(path: str, column: str, value, columns: Optional[Sequence[str]] = None):
+def read_parquet_where(path: str, column: str, value):
     """The rows of a Parquet file whose ``column`` equals ``value``, one ``pyarrow.Table`` per
     row group that may hold some: row groups whose statistics exclude ``value`` are not read,
     so a file written in row groups of one value each is read only where it matters."""
@@ -221,11 +221,10 @@ def read_parquet_where(path: str, column: str, value, columns: Optional[Sequence
             stats = parquet.metadata.row_group(group).column(index).statistics
             if stats is not None and stats.has_min_max and not stats.min <= value <= stats.max:
                 continue
-            read = None if columns is None else list(dict.fromkeys([*columns, column]))
-            table = parquet.read_row_group(group, columns=read)
+            table = parquet.read_row_group(group)
             matching = table.filter(pc.equal(table.column(column), value))
             if matching.num_rows:
-                yield matching if columns is None else matching.select(list(columns))
+                yield matching
 
 
 def parquet_row_groups(path: str) -> int:
