@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     n_docs = len(pages)
     mbytes = sum(len(text.encode("utf-8")) for _, text in pages) / 1e6
     sizes = sorted(len(text.encode("utf-8")) for _, text in pages)
-    t_hash, _ = timed(lambda: [line_hashes(text.split("\n")) for _, text in pages])
+    t_hash, _ = timed(lambda: [line_hashes(text) for _, text in pages])
 
     def predict_languages():
         model = fasttext.load_model(default_model_path())

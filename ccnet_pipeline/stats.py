@@ -7,18 +7,18 @@ an uninterrupted one does: the segments committed before the crash bring their c
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ccnet_pipeline.wet import BadRecord
 from filters.document import Document
 
 
 class SegmentCounts:
-    """One segment's counters, named ``<stage>/<event>`` like the job's Beam metrics, counted
-    document by document."""
+    """Counters named ``<stage>/<event>`` like the job's Beam metrics, counted document by
+    document; a segment's are the sum of those of its parts (``segment_counters``)."""
 
     def __init__(self):
-        self.counts: Counter = Counter({"read/segments": 1, "read/documents": 0})
+        self.counts: Counter = Counter()
 
     def read(self, doc: Document) -> None:
         counts = self.counts
@@ -42,14 +42,14 @@ class SegmentCounts:
         self.counts[f"read/bad/{record.kind}"] += 1
 
 
-def segment_counters(
-    kept: Sequence[Document],
-    dropped: Sequence[Tuple[str, Document]],
-    bad: Sequence[BadRecord],
-    stages: Mapping[str, str],
+def document_counters(
+    kept: Iterable[Document] = (),
+    dropped: Iterable[Tuple[str, Document]] = (),
+    bad: Iterable[BadRecord] = (),
+    stages: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, int]:
-    """One segment's counters from its kept and dropped documents (``stages`` names the stage
-    of each drop reason) and bad records."""
+    """The counters of some of a segment's kept and dropped documents (``stages`` names the
+    stage of each drop reason) and bad records."""
     counts = SegmentCounts()
     for doc in kept:
         counts.kept(doc)
@@ -58,6 +58,11 @@ def segment_counters(
     for record in bad:
         counts.bad(record)
     return dict(counts.counts)
+
+
+def segment_counters(parts: Iterable[Dict[str, int]]) -> Dict[str, int]:
+    """A segment's counters: those of its parts (``document_counters``) summed, one segment."""
+    return sum_counters([{"read/segments": 1, "read/documents": 0}, *parts])
 
 
 def file_counters(summary: Dict) -> Dict[str, int]:

@@ -1,16 +1,21 @@
 """The Beam layer: labelled composite PTransforms around the pure stages of ``filters`` and
 ``lid`` (``filters.stage``), the shuffles of dedup and the per-segment commits.
 
-Documents travel as ``(order, Document)`` pairs, ``order`` being (segment index, record index),
-so that writers can restore input order and reruns write identical files. Dropped documents
-leave on the tagged output ``dropped`` as ``(order, (reason, Document))``, bad input on ``bad``
-as BadRecord.
+Documents travel a segment at a time, as batches ``(segment index, [(record index, Document)])``
+in record order: the stages see all of a segment's documents in one call (one fastText call for
+all, one language model at a time), Beam's per-element costs are paid per segment, and the
+commit needs no shuffle of documents, so that writers restore input order and reruns write
+identical files. Each stage yields one batch of kept documents per segment (empty when it
+keeps none); the documents it drops leave on the tagged output ``dropped`` as
+``(segment index, [(record index, reason, Document)])``, bad input on ``bad`` as
+``(segment index, [BadRecord])``.
 
 Counters are counted in one place: each segment's commit computes its counters from what it
-commits (``stats.SegmentCounts``), writes them into its marker (the source of stats.json) and
-raises the same numbers as Beam metrics in the namespace ``ccnet``, as the shard writer does for
-the files it writes. The stages raise live ``<stage>/kept`` and ``<stage>/dropped/<reason>``
-counters in the namespace ``progress``, named after the stage, to watch a running job.
+commits (``stats.document_counters``), writes them into its marker (the source of stats.json)
+and raises the same numbers as Beam metrics in the namespace ``ccnet``, as the shard writer
+does for the files it writes. The stages raise live ``<stage>/kept`` and
+``<stage>/dropped/<reason>`` counters in the namespace ``progress``, named after the stage, to
+watch a running job.
 
 Crash safety: every segment's results are committed under ``OUT/_work/`` (``toolkit.corpus.Layout``)
 — its line hashes (CCNet's hash values, one file per segment as CCNet has one per shard), then
@@ -36,7 +41,7 @@ from apache_beam.metrics import Metrics
 
 from ccnet_pipeline.ccnet_json import CcnetReader
 from ccnet_pipeline.shards import ShardWriter, write_parquet
-from ccnet_pipeline.stats import SegmentCounts, file_counters, segment_counters
+from ccnet_pipeline.stats import SegmentCounts, document_counters, file_counters, segment_counters
 from ccnet_pipeline.wet import BadKind, BadRecord, Item, ReadConfig
 from filters.dedup import (
     DedupConfig,
@@ -49,9 +54,9 @@ from filters.dedup import (
     split_by_partition,
     summarize_segment,
 )
-from filters.document import ARROW_SCHEMA, segment_name
+from filters.document import ARROW_SCHEMA, Document, segment_name
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, bucket
-from filters.stage import Stage, apply_stages
+from filters.stage import Result, Stage, apply_stages
 from toolkit import storage
 from toolkit.corpus import Layout, read_parquet, read_parquet_where
 
@@ -94,54 +99,64 @@ def read_segment_items(read, path: str) -> Iterator[Tuple[int, Item]]:
         yield next_record, BadRecord(BadKind.UNREADABLE_FILE.value, segment_name(path), 0, "", detail, b"")
 
 
-def run_stages(stages: Sequence[Stage], order, doc):
-    """``doc`` through ``stages``: the kept (order, doc), or it on ``dropped`` with its reason."""
-    doc, stage, reason = apply_stages(stages, doc)
-    if stage is None:
-        return order, doc
-    counter(f"{stage.name}/dropped/{reason}", PROGRESS).inc()
-    return beam.pvalue.TaggedOutput(DROPPED, (order, (reason, doc)))
+Batch = Tuple[int, List[Tuple[int, Document]]]  # (segment index, [(record index, document)])
+DroppedBatch = Tuple[int, List[Tuple[int, str, Document]]]  # (segment index, [(record, reason, doc)])
+
+
+def split_results(index: int, records: Sequence[int], results: Sequence[Result], stage: str):
+    """A segment's stage results -> its kept batch (always, maybe empty) and, when the stage
+    dropped any, its dropped batch on ``dropped``; live counters raised."""
+    kept, dropped = [], []
+    for record, (doc, reason) in zip(records, results):
+        if reason is None:
+            kept.append((record, doc))
+        else:
+            dropped.append((record, reason, doc))
+            counter(f"{stage}/dropped/{reason}", PROGRESS).inc()
+    counter(f"{stage}/kept", PROGRESS).inc(len(kept))
+    yield index, kept
+    if dropped:
+        yield beam.pvalue.TaggedOutput(DROPPED, (index, dropped))
 
 
 class RunStage(beam.DoFn):
-    """Any ``filters.stage.Stage`` over (order, document) pairs."""
+    """Any ``filters.stage.Stage`` over batches (``Stage.apply_batch``)."""
 
     def __init__(self, stage: Stage):
         self.stage = stage
-        self.kept = counter(f"{stage.name}/kept", PROGRESS)
 
     def setup(self):
         self.stage.setup()
 
-    def process(self, element):
-        result = run_stages((self.stage,), *element)
-        if not isinstance(result, beam.pvalue.TaggedOutput):
-            self.kept.inc()
-        yield result
+    def process(self, batch: Batch):
+        index, docs = batch
+        results = self.stage.apply_batch([doc for _, doc in docs])
+        yield from split_results(index, [record for record, _ in docs], results, self.stage.name)
 
 
 class ApplyStage(beam.PTransform):
-    """Documents -> the documents ``stage`` keeps (main) and those it drops (``dropped``)."""
+    """Batches -> the batches of documents ``stage`` keeps (main, one per input batch) and of
+    those it drops (``dropped``)."""
 
     def __init__(self, stage: Stage):
         super().__init__()
         self.stage = stage
 
-    def expand(self, docs):
-        return docs | "Apply" >> beam.ParDo(RunStage(self.stage)).with_outputs(DROPPED, main=KEPT)
+    def expand(self, batches):
+        return batches | "Apply" >> beam.ParDo(RunStage(self.stage)).with_outputs(DROPPED, main=KEPT)
 
 
 # --- Deduplicate -------------------------------------------------------------------------
 
 
-def segment_hashes(read: ReadConfig, path: str, normalize) -> Tuple[np.ndarray, np.ndarray]:
+def segment_hashes(read: ReadConfig, path: str, line_keys) -> Tuple[np.ndarray, np.ndarray]:
     """The hashes and positions of every line of the segment at ``path`` (bad records skipped)."""
     records = (
         (record, item["raw_content"])
         for record, item in read_segment_items(read, path)
         if not isinstance(item, BadRecord)
     )
-    return segment_line_hashes(records, normalize)
+    return segment_line_hashes(records, line_keys)
 
 
 class HashSegment(beam.DoFn):
@@ -158,7 +173,7 @@ class HashSegment(beam.DoFn):
         if storage.exists(self.layout.hashes(index)):
             hashes, positions = load_hashes(self.layout, index)
         else:
-            hashes, positions = segment_hashes(self.read, path, self.config.normalize)
+            hashes, positions = segment_hashes(self.read, path, self.config.line_keys)
             with storage.atomic_write(self.layout.hashes(index)) as out:
                 np.save(out, np.stack([hashes, positions]))
         yield index, summarize_segment(hashes, positions, self.config.mode)
@@ -194,7 +209,8 @@ def find_duplicates(partition_parts: Tuple[int, Iterable], mode: str):
 
 class RemoveDuplicateLines(beam.DoFn):
     """Pass 2: reread a segment and run each document through its duplicate-line removal,
-    then CCNet's minimum length."""
+    then CCNet's minimum length: the segment's path on ``seen``, its batches of kept, dropped
+    and bad (``bad``) input."""
 
     def __init__(self, min_len: int, read: ReadConfig, layout: Layout):
         self.min_length = MinLength(min_len)
@@ -212,13 +228,19 @@ class RemoveDuplicateLines(beam.DoFn):
         remove_all = groups["removed"]
         remove_all = np.concatenate(remove_all) if remove_all else np.empty(0, dtype=np.uint64)
         removed = removed_lines_by_record(removed_positions(*load_hashes(self.layout, index), remove_all))
+        records, results, bad = [], [], []
         for record, item in read_segment_items(self.read, path):
             if isinstance(item, BadRecord):
-                yield beam.pvalue.TaggedOutput(BAD, (index, item))
+                bad.append(item)
             else:
-                yield run_stages(
-                    (DuplicateLineRemoval(removed.get(record, frozenset())), self.min_length), (index, record), item
+                doc, _, reason = apply_stages(
+                    (DuplicateLineRemoval(removed.get(record, frozenset())), self.min_length), item
                 )
+                records.append(record)
+                results.append((doc, reason))
+        if bad:
+            yield beam.pvalue.TaggedOutput(BAD, (index, bad))
+        yield from split_results(index, records, results, self.min_length.name)
 
 
 class Deduplicate(beam.PTransform):
@@ -227,7 +249,7 @@ class Deduplicate(beam.PTransform):
     reread and filter each segment (pass 2). No worker holds more than one partition of segment
     summaries or one segment's hashes. Input: (every segment, the segments still to mine), both
     as (index, path); every segment's hashes count, committed ones are read back. Output: the
-    tags of ``RemoveLines`` and, on ``partitions``, the number of hash partitions used (a
+    batches of ``RemoveLines`` and, on ``partitions``, the number of hash partitions used (a
     one-element PCollection)."""
 
     def __init__(self, config: DedupConfig, read: ReadConfig, layout: Layout):
@@ -317,54 +339,78 @@ def write_bad_input(layout: Layout, bad: List[BadRecord]) -> None:
         storage.write_text(layout.bad_input(bad[0].cc_segment), lines)
 
 
-class CommitSegment(beam.DoFn):
-    """All of one segment's results -> its committed files: bad records to the bad-input
-    quarantine, dropped documents to ``quarantine/dropped/<reason>/`` (with ``keep_dropped``),
-    the kept documents to ``_work/segments/``, and last the marker with its counters, which are
-    raised as Beam metrics too. Yields the segment index, its counters on ``counters`` and its
-    documents' (language, perplexity) on ``perplexities``. ``stages`` names the stage of each
-    drop reason."""
+class CommitDocuments(beam.DoFn):
+    """A segment's final kept batch -> its documents in ``_work/segments/``; yields (segment
+    index, (``counters``, their counters)) and, on ``perplexities``, their (language,
+    perplexity)."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+
+    def process(self, batch: Batch):
+        index, kept = batch
+        write_committed(self.layout, index, kept)
+        yield index, (COUNTERS, document_counters(kept=[doc for _, doc in kept]))
+        for _, doc in kept:
+            if doc["perplexity"] is not None:
+                yield beam.pvalue.TaggedOutput(PERPLEXITIES, (doc["language"], doc["perplexity"]))
+
+
+class CommitDropped(beam.DoFn):
+    """A dropped batch -> with ``keep_dropped``, its documents in ``quarantine/dropped/<reason>/``
+    (a batch holds all of its segment's documents of the reasons its stage gives); yields
+    (segment index, (``counters``, their counters)). ``stages`` names the stage of each reason."""
 
     def __init__(self, layout: Layout, keep_dropped: bool, stages: Mapping[str, str]):
         self.layout = layout
         self.keep_dropped = keep_dropped
         self.stages = dict(stages)
 
+    def process(self, batch: DroppedBatch):
+        index, dropped = batch
+        if self.keep_dropped:
+            for reason in sorted({reason for _, reason, _ in dropped}):
+                write_parquet(self.layout.dropped(reason, index), [doc for _, r, doc in dropped if r == reason])
+        entries = [(reason, doc) for _, reason, doc in dropped]
+        yield index, (COUNTERS, document_counters(dropped=entries, stages=self.stages))
+
+
+class MarkSegment(beam.DoFn):
+    """All of one segment's commits (its path, bad records and the counters of its committed
+    parts) -> its bad records in the bad-input quarantine, then its marker with its counters,
+    which are raised as Beam metrics too. Yields the segment index and, on ``counters``, its
+    counters."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+
     def process(self, element):
-        index, items = element
-        path, kept, dropped, bad = "", [], [], []
-        for kind, value in items:
+        index, parts = element
+        path, bad, counted = "", [], []
+        for kind, value in parts:
             if kind == SEEN:
                 path = value
-            elif kind == KEPT:
-                kept.append(value)
-            elif kind == DROPPED:
-                dropped.append(value)
+            elif kind == BAD:
+                bad.extend(value)
             else:
-                bad.append(value)
-        kept.sort(key=lambda item: item[0])
-        dropped.sort(key=lambda item: item[0])
+                counted.append(value)
         bad.sort(key=lambda record: record.offset)
         write_bad_input(self.layout, bad)
-        if self.keep_dropped:
-            for reason in sorted({reason for _, (reason, _) in dropped}):
-                write_parquet(self.layout.dropped(reason, index), [doc for _, (r, doc) in dropped if r == reason])
-        write_committed(self.layout, index, [(order[1], doc) for order, doc in kept])
-        counters = segment_counters([doc for _, doc in kept], [entry for _, entry in dropped], bad, self.stages)
+        counters = segment_counters([*counted, document_counters(bad=bad)])
         storage.write_text(
             self.layout.marker(index), json.dumps({"index": index, "path": path, "counters": counters}, sort_keys=True)
         )
         raise_counters(counters)
         yield index
         yield beam.pvalue.TaggedOutput(COUNTERS, counters)
-        for _, doc in kept:
-            if doc["perplexity"] is not None:
-                yield beam.pvalue.TaggedOutput(PERPLEXITIES, (doc["language"], doc["perplexity"]))
 
 
 class CommitSegments(beam.PTransform):
-    """{seen, kept, dropped, bad} per-document results -> one commit per segment (see
-    ``CommitSegment``): the committed segment indexes (main), counters, perplexities."""
+    """{seen, kept, dropped, bad} batches -> each segment committed: its kept documents
+    (``CommitDocuments``) and dropped ones (``CommitDropped``) where they were made, then one
+    marker per segment (``MarkSegment``) once all its parts are in, the shuffle carrying only
+    paths, bad records and counters. Outputs: the committed segment indexes (main), counters,
+    perplexities."""
 
     def __init__(self, layout: Layout, keep_dropped: bool, stages: Mapping[str, str]):
         super().__init__()
@@ -373,29 +419,23 @@ class CommitSegments(beam.PTransform):
         self.stages = stages
 
     def expand(self, results):
-        keep_text = self.keep_dropped
-
-        def tag_dropped(element):
-            order, (reason, doc) = element
-            if not keep_text:  # only counted: no need to shuffle the text
-                doc = {**doc, "raw_content": "", "title": "", "line_ids": None}
-            return order[0], (DROPPED, (order, (reason, doc)))
-
-        tagged = (
-            results[SEEN] | "TagSeen" >> beam.Map(lambda e: (e[0], (SEEN, e[1]))),
-            results[KEPT] | "TagKept" >> beam.Map(lambda e: (e[0][0], (KEPT, e))),
-            results[DROPPED] | "TagDropped" >> beam.Map(tag_dropped),
-            results[BAD] | "TagBad" >> beam.Map(lambda e: (e[0], (BAD, e[1]))),
+        documents = results[KEPT] | "CommitDocuments" >> beam.ParDo(CommitDocuments(self.layout)).with_outputs(
+            PERPLEXITIES, main=COUNTERS
         )
-        return (
-            tagged
-            | "AllResults" >> beam.Flatten()
+        parts = (
+            results[SEEN] | "TagSeen" >> beam.MapTuple(lambda index, path: (index, (SEEN, path))),
+            results[BAD] | "TagBad" >> beam.MapTuple(lambda index, bad: (index, (BAD, bad))),
+            documents[COUNTERS],
+            results[DROPPED]
+            | "CommitDropped" >> beam.ParDo(CommitDropped(self.layout, self.keep_dropped, self.stages)),
+        )
+        marked = (
+            parts
+            | "AllParts" >> beam.Flatten()
             | "GroupBySegment" >> beam.GroupByKey()
-            | "Commit"
-            >> beam.ParDo(CommitSegment(self.layout, self.keep_dropped, self.stages)).with_outputs(
-                COUNTERS, PERPLEXITIES, main=KEPT
-            )
+            | "Mark" >> beam.ParDo(MarkSegment(self.layout)).with_outputs(COUNTERS, main=KEPT)
         )
+        return {KEPT: marked[KEPT], COUNTERS: marked[COUNTERS], PERPLEXITIES: documents[PERPLEXITIES]}
 
 
 class ReadPerplexities(beam.DoFn):
@@ -548,8 +588,9 @@ class ConvertCcnetFile(beam.DoFn):
                     counts.kept(item)
                     writer.add(item)
         write_bad_input(self.layout, bad)
-        raise_counters(counts.counts)
-        yield beam.pvalue.TaggedOutput(COUNTERS, dict(counts.counts))
+        counters = segment_counters([counts.counts])
+        raise_counters(counters)
+        yield beam.pvalue.TaggedOutput(COUNTERS, counters)
         yield from write_summaries(writer.summaries)
 
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
 from filters.document import Document
-from filters.normalize import normalize_for_dedup, normalize_for_dedup_strict
+from filters.normalize import dedup_keys, dedup_keys_strict
+from filters.stage import Stage
 from toolkit.cli import flag, parse_size
 
 HASH_SIZE = 8  # bytes of SHA-1 kept, as CCNet
@@ -75,21 +76,21 @@ class DedupConfig:
         return min(MAX_PARTITIONS, max(1, -(-entries * BYTES_PER_ENTRY // self.memory_per_worker)))
 
     @property
-    def normalize(self) -> Callable[[str], str]:
-        """The line key of the mode."""
-        return normalize_for_dedup_strict if self.mode == "strict" else normalize_for_dedup
+    def line_keys(self) -> Callable[[str], List[str]]:
+        """The mode's key of every line of a text."""
+        return dedup_keys_strict if self.mode == "strict" else dedup_keys
 
 
-def line_hashes(lines: Sequence[str], normalize: Callable[[str], str] = normalize_for_dedup) -> np.ndarray:
-    """The first 8 bytes of SHA-1 of each normalized line, as little-endian uint64: with
-    CCNet's normalization, the values of CCNet's ``compute_hashes``."""
+def line_hashes(text: str, line_keys: Callable[[str], List[str]] = dedup_keys) -> np.ndarray:
+    """The first 8 bytes of SHA-1 of the key of each line of ``text``, as little-endian
+    uint64: with CCNet's key, the values of CCNet's ``compute_hashes``."""
     sha1 = hashlib.sha1
-    digests = b"".join(sha1(normalize(line).encode("utf-8")).digest()[:HASH_SIZE] for line in lines)
+    digests = b"".join(sha1(key.encode("utf-8")).digest()[:HASH_SIZE] for key in line_keys(text))
     return np.frombuffer(digests, dtype=HASH_DTYPE)
 
 
 def segment_line_hashes(
-    records: Iterable[Tuple[int, str]], normalize: Callable[[str], str] = normalize_for_dedup
+    records: Iterable[Tuple[int, str]], line_keys: Callable[[str], List[str]] = dedup_keys
 ) -> Tuple[np.ndarray, np.ndarray]:
     """Hashes and positions of every line of a segment's documents: two equal-length uint64
     arrays. ``records`` yields (record index, raw_content)."""
@@ -97,11 +98,11 @@ def segment_line_hashes(
     for record, content in records:
         if not content:
             continue  # a page with a title only has no lines (nlines 0)
-        lines = content.split("\n")
-        if len(lines) >= MAX_LINES:
-            raise ValueError(f"record {record} has {len(lines)} lines, more than {MAX_LINES - 1}")
-        hash_chunks.append(line_hashes(lines, normalize))
-        position_chunks.append((np.uint64(record) << np.uint64(LINE_BITS)) + np.arange(len(lines), dtype=np.uint64))
+        hashes = line_hashes(content, line_keys)
+        if len(hashes) >= MAX_LINES:
+            raise ValueError(f"record {record} has {len(hashes)} lines, more than {MAX_LINES - 1}")
+        hash_chunks.append(hashes)
+        position_chunks.append((np.uint64(record) << np.uint64(LINE_BITS)) + np.arange(len(hashes), dtype=np.uint64))
     if not hash_chunks:
         return np.empty(0, dtype=HASH_DTYPE), np.empty(0, dtype=HASH_DTYPE)
     return np.concatenate(hash_chunks), np.concatenate(position_chunks)
@@ -197,24 +198,20 @@ def remove_lines(doc: Document, removed: frozenset) -> Document:
     return {**doc, "raw_content": content, "length": len(content), "nlines": len(kept), "line_ids": line_ids}
 
 
-class DuplicateLineRemoval:
+class DuplicateLineRemoval(Stage):
     """Stage: one document's lines that the shuffle found duplicated, removed. Made per
     document by pass 2 of the pipeline, which knows each record's removed lines."""
 
     name = "dedup"
-    reasons: Tuple[str, ...] = ()
 
     def __init__(self, removed: frozenset):
         self.removed = removed
-
-    def setup(self) -> None:
-        pass
 
     def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
         return remove_lines(doc, self.removed), None
 
 
-class MinLength:
+class MinLength(Stage):
     """Stage: CCNet's minimum length, in characters after dedup (counted under "dedup")."""
 
     name = "dedup"
@@ -222,9 +219,6 @@ class MinLength:
 
     def __init__(self, min_len: int):
         self.min_len = min_len
-
-    def setup(self) -> None:
-        pass
 
     def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
         return doc, "too_short" if doc["length"] < self.min_len else None

@@ -24,6 +24,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from filters.document import Document
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
+from filters.stage import Result, Stage
 from toolkit import storage
 
 NO_BUCKET = "all"  # documents without a model or without cutoffs for their language
@@ -114,12 +115,11 @@ class LanguageModels:
         return model.perplexity(text, self.mode)
 
 
-class PerplexityScorer:
+class PerplexityScorer(Stage):
     """Stage: ``perplexity`` set under the document's language model (null without one). Models
     on a Beam file system are fetched language by language, on first use, to the worker."""
 
     name = "perplexity"
-    reasons: Tuple[str, ...] = ()
 
     def __init__(self, lm_dir: str, mode: str = "ccnet"):
         check_perplexity_mode(mode)
@@ -136,13 +136,21 @@ class PerplexityScorer:
         else:
             self.models = LanguageModels(self.lm_dir, mode=self.mode)  # each language's pair loads on first use
 
-    def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
+    def apply(self, doc: Document) -> Result:
         language = doc["language"]
         if storage.is_remote(self.lm_dir) and language in self.models.languages and language not in self.fetched:
             for local in model_paths(self.models.lm_dir, language):
                 storage.fetch(storage.join(self.lm_dir, os.path.basename(local)), local)
             self.fetched.add(language)
         return {**doc, "perplexity": self.models.perplexity(doc["raw_content"], language)}, None
+
+    def apply_batch(self, docs: Sequence[Document]) -> List[Result]:
+        """The documents scored language by language, so that one language's models stay in
+        the CPU caches while they score; results in input order."""
+        results: List[Optional[Result]] = [None] * len(docs)
+        for i in sorted(range(len(docs)), key=lambda i: docs[i]["language"] or ""):
+            results[i] = self.apply(docs[i])
+        return results
 
     def __getstate__(self):  # loaded models do not pickle: workers load their own
         return {**self.__dict__, "models": None}

@@ -19,6 +19,8 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from filters.document import Document
+from filters.normalize import every_code_point
+from filters.stage import Stage
 
 SHORT_LINE = 30  # characters; a line below this is "very short" (as datatrove's FineWeb filter)
 TERMINAL_PUNCTUATION = frozenset(".!?。！？｡۔؟।॥։።፧…")
@@ -31,14 +33,10 @@ OTHER, LETTER, SPACE = 0, 1, 2
 @lru_cache(maxsize=1)
 def _char_classes() -> np.ndarray:
     """Per code point: LETTER (str.isalpha), SPACE (str.isspace) or OTHER."""
-    classes = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
-    for code in range(sys.maxunicode + 1):
-        char = chr(code)
-        if char.isalpha():
-            classes[code] = LETTER
-        elif char.isspace():
-            classes[code] = SPACE
-    return classes
+    count = sys.maxunicode + 1
+    letter = np.fromiter(map(str.isalpha, every_code_point()), dtype=bool, count=count)
+    space = np.fromiter(map(str.isspace, every_code_point()), dtype=bool, count=count)
+    return np.where(letter, LETTER, np.where(space, SPACE, OTHER)).astype(np.uint8)
 
 
 def _count_classes(text: str) -> np.ndarray:
@@ -108,7 +106,7 @@ def _checks(config: QualityConfig):
     )
 
 
-class QualityFilter:
+class QualityFilter(Stage):
     """Stage: the five signal columns set on every document; with thresholds in ``config``,
     the first signal a document fails drops it as ``quality_<signal>``."""
 
@@ -117,9 +115,6 @@ class QualityFilter:
     def __init__(self, config: QualityConfig):
         self.config = config
         self.reasons = tuple(f"quality_{signal}" for signal, _, _ in _checks(config))
-
-    def setup(self) -> None:
-        pass
 
     def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
         signals = quality_signals(doc)

@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from filters.document import Document
+from filters.stage import Result, Stage
 from lid.languages import XLMR_CODES, map_label, parse_languages
 from toolkit.cli import flag
 
@@ -99,7 +100,7 @@ class LanguageIdentifier:
         return results
 
 
-class LanguageFilter:
+class LanguageFilter(Stage):
     """Stage: ``language`` and ``language_score`` set; a document whose score is below the
     threshold, or whose language is not selected, is dropped."""
 
@@ -118,14 +119,21 @@ class LanguageFilter:
             self.identifier = LanguageIdentifier(localize(self.config.model_path), self.config.mode)
             self.identifier.model  # noqa: B018 -- loaded now rather than on the first document
 
-    def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
-        ((language, score),) = self.identifier.predict([doc["raw_content"]])
-        doc = {**doc, "language": language, "language_score": score}
-        if score < self.config.threshold:
-            return doc, "below_threshold"
-        if language not in self.selected:
-            return doc, "not_selected"
-        return doc, None
+    def apply(self, doc: Document) -> Result:
+        return self.apply_batch([doc])[0]
+
+    def apply_batch(self, docs: Sequence[Document]) -> List[Result]:
+        """One fastText call for all of ``docs``."""
+        results = []
+        for doc, (language, score) in zip(docs, self.identifier.predict([doc["raw_content"] for doc in docs])):
+            doc = {**doc, "language": language, "language_score": score}
+            if score < self.config.threshold:
+                results.append((doc, "below_threshold"))
+            elif language not in self.selected:
+                results.append((doc, "not_selected"))
+            else:
+                results.append((doc, None))
+        return results
 
     def __getstate__(self):  # a loaded fastText model does not pickle: workers load their own
         return {**self.__dict__, "identifier": None}

@@ -42,6 +42,24 @@ def pipeline():
     return TestPipeline(options=PipelineOptions(["--runner=FnApiRunner"]))
 
 
+def each_document(batches, label):
+    """Batches -> ((segment, record), document) per document."""
+    return batches | f"Each{label}" >> beam.FlatMap(lambda b: [((b[0], record), d) for record, d in b[1]])
+
+
+def each_dropped(batches, label):
+    """Dropped batches -> ((segment, record), (reason, document)) per document."""
+    return batches | f"Each{label}" >> beam.FlatMap(lambda b: [((b[0], r), (why, d)) for r, why, d in b[1]])
+
+
+def as_batches(pairs):
+    """((segment, record), document) pairs -> one batch per segment, in record order."""
+    segments = {}
+    for (index, record), d in sorted(pairs, key=lambda pair: pair[0]):
+        segments.setdefault(index, []).append((record, d))
+    return sorted(segments.items())
+
+
 def doc(text, language=None, url="https://a.org/x"):
     d = make_document(
         url=url, date_download="2019-02-16T04:15:08Z", digest="sha1:X", title="t", raw_content=text, cc_segment="s"
@@ -76,8 +94,9 @@ def dedup(p, segments, config, work, to_mine=None):
 def test_deduplicate(segments, tmp_path):
     with pipeline() as p:
         out = dedup(p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path)
+        assert_that(out[KEPT] | "Batches" >> beam.Map(lambda b: b[0]), equal_to([0, 1]), label="one batch per segment")
         assert_that(
-            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
+            each_document(out[KEPT], "Kept") | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
             # a line repeated inside one page keeps its first copy, as CCNet
             equal_to(
                 [
@@ -89,9 +108,15 @@ def test_deduplicate(segments, tmp_path):
             label="kept",
         )
         assert_that(
-            out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])), equal_to([((1, 1), "too_short")]), label="dropped"
+            each_dropped(out[DROPPED], "Dropped") | beam.Map(lambda e: (e[0], e[1][0])),
+            equal_to([((1, 1), "too_short")]),
+            label="dropped",
         )
-        assert_that(out[BAD] | beam.Map(lambda e: (e[0], e[1].kind)), equal_to([(0, "invalid_utf8")]), label="bad")
+        assert_that(
+            out[BAD] | beam.MapTuple(lambda index, bad: (index, [r.kind for r in bad])),
+            equal_to([(0, ["invalid_utf8"])]),
+            label="bad",
+        )
         assert_that(out[SEEN] | beam.Map(lambda e: e[0]), equal_to([0, 1]), label="seen")
     assert sorted(p.name for p in (tmp_path / "_work" / "hashes").iterdir()) == ["00000.npy", "00001.npy"]
 
@@ -107,7 +132,8 @@ def test_deduplicate_reads_committed_hashes_and_skips_committed_segments(segment
             p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path, to_mine=segments[1:]
         )
         assert_that(
-            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])), equal_to([((1, 0), "unique line two")])
+            each_document(out[KEPT], "Kept") | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
+            equal_to([((1, 0), "unique line two")]),
         )
 
 
@@ -115,7 +141,7 @@ def test_deduplicate_keep_first(segments, tmp_path):
     with pipeline() as p:
         out = dedup(p, segments, DedupConfig(mode="keep-first", hash_partitions=2, min_len=0), tmp_path)
         assert_that(
-            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
+            each_document(out[KEPT], "Kept") | beam.Map(lambda e: (e[0], e[1]["raw_content"])),
             equal_to(
                 [
                     ((0, 0), "Home | News | Contact\nunique line zero\nrepeated in doc"),
@@ -132,17 +158,22 @@ def test_language_id(lid_model):
     with pipeline() as p:
         out = (
             p
-            | beam.Create(docs)
+            | beam.Create(as_batches(docs))
             | ApplyStage(LanguageFilter(LidConfig(model_path=lid_model, threshold=0.5, languages=("fr", "en"))))
         )
-        assert_that(out[KEPT] | beam.Map(lambda e: (e[0], e[1]["language"])), equal_to([((0, 0), "fr")]), label="kept")
         assert_that(
-            out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])),
+            each_document(out[KEPT], "Kept") | beam.Map(lambda e: (e[0], e[1]["language"])),
+            equal_to([((0, 0), "fr")]),
+            label="kept",
+        )
+        dropped = each_dropped(out[DROPPED], "Dropped")
+        assert_that(
+            dropped | beam.Map(lambda e: (e[0], e[1][0])),
             equal_to([((0, 1), "not_selected"), ((0, 2), "below_threshold")]),
             label="dropped",
         )
         assert_that(
-            out[DROPPED] | beam.Filter(lambda e: e[0] == (0, 1)) | beam.Map(lambda e: e[1][1]["language"]),
+            dropped | beam.Filter(lambda e: e[0] == (0, 1)) | beam.Map(lambda e: e[1][1]["language"]),
             equal_to(["de"]),
             label="dropped keeps the language",
         )
@@ -293,9 +324,9 @@ def test_commit_segments(tmp_path):
     ]
     results = {
         SEEN: [(3, "seg/a.wet.gz")],
-        KEPT: kept,
-        DROPPED: [((3, 1), ("not_selected", doc("hallo", "de")))],
-        BAD: [(3, bad)],
+        KEPT: as_batches(kept),
+        DROPPED: [(3, [(1, "not_selected", doc("hallo", "de"))])],
+        BAD: [(3, [bad])],
     }
     with pipeline() as p:
         out = {tag: p | f"Create{tag}" >> beam.Create(values) for tag, values in results.items()} | CommitSegments(
@@ -330,14 +361,15 @@ def test_atomic_write_replaces_and_leaves_no_temporary(tmp_path):
 def test_quality_signals():
     docs = [((0, 0), doc("A full sentence here.\nAnother one!")), ((0, 1), doc("menu\nhome\nlogin"))]
     with pipeline() as p:
-        out = p | beam.Create(docs) | ApplyStage(QualityFilter(QualityConfig(min_terminal_punct_frac=0.5)))
+        out = p | beam.Create(as_batches(docs)) | ApplyStage(QualityFilter(QualityConfig(min_terminal_punct_frac=0.5)))
         assert_that(
-            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["terminal_punct_frac"], e[1]["short_line_frac"])),
+            each_document(out[KEPT], "Kept")
+            | beam.Map(lambda e: (e[0], e[1]["terminal_punct_frac"], e[1]["short_line_frac"])),
             equal_to([((0, 0), 1.0, 1.0)]),
             label="kept",
         )
         assert_that(
-            out[DROPPED] | beam.Map(lambda e: (e[0], e[1][0])),
+            each_dropped(out[DROPPED], "Dropped") | beam.Map(lambda e: (e[0], e[1][0])),
             equal_to([((0, 1), "quality_terminal_punct_frac")]),
             label="dropped",
         )
@@ -347,8 +379,8 @@ def test_perplexity(lm_dir):
     text = "the house is big and we are going home today"
     docs = [((0, 0), doc(text, "en")), ((0, 1), doc(text, "sw"))]
     with pipeline() as p:
-        out = p | beam.Create(docs) | ApplyStage(PerplexityScorer(str(lm_dir)))
+        out = p | beam.Create(as_batches(docs)) | ApplyStage(PerplexityScorer(str(lm_dir)))
         assert_that(
-            out[KEPT] | beam.Map(lambda e: (e[0], e[1]["perplexity"] is None)),
+            each_document(out[KEPT], "Kept") | beam.Map(lambda e: (e[0], e[1]["perplexity"] is None)),
             equal_to([((0, 0), False), ((0, 1), True)]),
         )

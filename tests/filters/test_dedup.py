@@ -29,23 +29,23 @@ CCNET_HASHES = {
 
 
 def test_line_hashes_are_ccnets():
-    hashes = line_hashes(list(CCNET_HASHES))
+    hashes = line_hashes("\n".join(CCNET_HASHES))
     assert hashes.dtype == np.dtype("<u8")
     assert [int(h) for h in hashes] == list(CCNET_HASHES.values())
     assert int(hashes[0]) == int.from_bytes(hashlib.sha1(b"hello world").digest()[:8], "little")
 
 
 def test_strict_key_merges_punctuation_and_spacing_variants():
-    strict = line_hashes(["Hello, World!", "hello   world", "Hello World"], DedupConfig(mode="strict").normalize)
-    assert len(set(strict.tolist())) == 1
-    assert len(set(line_hashes(["Hello, World!", "hello   world", "Hello World"]).tolist())) == 3
+    variants = "Hello, World!\nhello   world\nHello World"
+    assert len(set(line_hashes(variants, DedupConfig(mode="strict").line_keys).tolist())) == 1
+    assert len(set(line_hashes(variants).tolist())) == 3
 
 
 def _dedup(segments, mode, partitions=4):
     """Run the dedup steps in memory over {segment: [content, ...]}."""
     hashed, per_partition = {}, {}
     for segment, contents in segments.items():
-        hashed[segment] = segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).normalize)
+        hashed[segment] = segment_line_hashes(enumerate(contents), DedupConfig(mode=mode).line_keys)
         parts = split_by_partition(*summarize_segment(*hashed[segment], mode), partitions)
         for partition, (hashes, values) in enumerate(parts):
             per_partition.setdefault(partition, []).append((segment, hashes, values))
@@ -148,7 +148,7 @@ def test_segment_line_hashes_split_by_partition():
 def test_a_segment_summary_holds_each_hash_once():
     pages = [(0, "menu\nx\nmenu"), (1, "menu\ny"), (2, "menu\nx"), (4, "z")]
     hashes, positions = segment_line_hashes(pages)
-    h = {line: int(line_hashes([line])[0]) for line in ("menu", "x", "y", "z")}  # menu: 3 pages, counted 2
+    h = {line: int(line_hashes(line)[0]) for line in ("menu", "x", "y", "z")}  # menu: 3 pages, counted 2
     unique, documents = summarize_segment(hashes, positions, "ccnet")
     assert dict(zip(unique.tolist(), documents.tolist())) == {h["menu"]: 2, h["x"]: 2, h["y"]: 1, h["z"]: 1}
     unique, first = summarize_segment(hashes, positions, "keep-first")

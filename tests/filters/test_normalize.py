@@ -1,12 +1,20 @@
 import csv
 import hashlib
 import json
+import sys
 import unicodedata
 from collections import Counter, defaultdict
 
 import pytest
 
-from filters.normalize import normalize_for_dedup, normalize_for_dedup_strict, normalize_for_lm, normalize_lines_for_lm
+from filters.normalize import (
+    dedup_keys,
+    dedup_keys_strict,
+    normalize_for_dedup,
+    normalize_for_dedup_strict,
+    normalize_for_lm,
+    normalize_lines_for_lm,
+)
 from tests.helpers import SHARED_DATA
 
 # Literal outputs of CCNet's own code (cc_net/text_normalizer.py at facebookresearch/cc_net bda555b),
@@ -248,3 +256,19 @@ def test_vectorized_lm_normalization_equals_line_by_line():
     edge = "  Ça — va?\t\n\x01 ＡＢＣ１２３ …  \n\n한국어 텍스트\nΟΔΟΣ ΣΟΦΟΣ\n\U0001d7d8 digit \u200b"
     for text in pages + list(TEXT.values()) + [edge, "", "plain ascii\nLINES"]:
         assert normalize_lines_for_lm(text) == [normalize_for_lm(line) for line in text.split("\n")]
+
+
+def test_dedup_keys_equal_line_by_line_normalization():
+    from ccnet_pipeline.sample import SampleConfig, generate_pages
+    from tests.helpers import TEXT
+
+    pages = [
+        p.text for segment in generate_pages(SampleConfig(segments=1, docs_per_segment=300, seed=2)) for p in segment
+    ]
+    # white space and controls at line ends, final sigma across lines, dotted capital I, CRLF
+    edge = "  Ça — va?\t\n\x01 ＡＢＣ１２３ …  \n\nΟΔΟΣ\nΣΟΦΟΣ \x0b\nİstanbul\r\n\x1c a \x1f b\n\U0001d7d8 \u200b\n"
+    every_code_point = "\n".join(f"Ab{chr(c)}9 {chr(c)}" for c in range(0, sys.maxunicode + 1, 7) if c != 10)
+    for text in pages + list(TEXT.values()) + [edge, "", "plain ascii\nLINES", every_code_point]:
+        lines = text.split("\n")
+        assert dedup_keys(text) == [normalize_for_dedup(line) for line in lines]
+        assert dedup_keys_strict(text) == [normalize_for_dedup_strict(line) for line in lines]

@@ -51,3 +51,22 @@ def test_stages_with_models_pickle_without_them(lid_model, lm_dir):
         copy.setup()
         assert copy.apply(english) == stage.apply(english)
     assert copy.apply(english)[0]["perplexity"] > 0
+
+
+def test_a_batch_gives_each_documents_own_result_in_input_order(lid_model, lm_dir):
+    """One fastText call for many pages, and scoring grouped by language, change no result."""
+    texts = [TEXT["fr"], TEXT["en"], "1234 5678 ###", TEXT["de"], TEXT["en"] + "\nmore words here", ""]
+    languages = ["en", "sw", "en", None, "en", "en"]
+    pages = [{**doc(text), "language": language} for text, language in zip(texts, languages)]
+    stages = (
+        LanguageFilter(LidConfig(model_path=lid_model, languages=("fr", "en"))),
+        PerplexityScorer(str(lm_dir)),
+        QualityFilter(QualityConfig(min_terminal_punct_frac=0.5)),
+    )
+    for stage in stages:
+        stage.setup()
+        one_by_one = [stage.apply(page) for page in pages]
+        assert stage.apply_batch(pages) == one_by_one, stage.name
+        assert stage.apply_batch([]) == []
+    scored = [result["perplexity"] for result, _ in stages[1].apply_batch(pages)]
+    assert scored[1] is None and scored[3] is None and scored[0] != scored[2] != scored[4]
