@@ -16,6 +16,13 @@ SAMPLE   ?= out/sample
 # trained from its reference text; for your own INPUT, set LM_DIR to score perplexity and bucket.
 LM_DIR   ?=
 TEXT_DIR ?= $(SAMPLE)/reference
+# Language ID: `calibrated` (newlines read as spaces, the confusable-language rules and per-language
+# thresholds calibrated for lid.176, lid/thresholds/lid.176.csv) or `ccnet` (CCNet's: one threshold, 0.5).
+LID      ?= calibrated
+LID_THRESHOLDS ?= lid/thresholds/lid.176.csv
+LID_ARGS := $(if $(filter ccnet,$(LID)),--lid-mode ccnet,--lid-mode spaced --lang-thresholds $(LID_THRESHOLDS))
+# Labelled text for `make lid-calibrate` (SIB-200 and UDHR; see ../shared/README.md).
+SHARED   ?= ../shared/data
 # Extra flags for the mine job (Beam options included), e.g. BEAM_ARGS="--direct_num_workers=2 --direct_running_mode=multi_processing"
 BEAM_ARGS ?=
 PYTEST_ARGS ?=
@@ -28,7 +35,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,7 +79,7 @@ lm: $(KENLM_DIR)/bin/lmplz
 
 ifneq ($(strip $(DUMP)),)
 corpus: $(VENV)/.installed
-	$(PY) -m ccnet_pipeline mine --dump $(DUMP) --segments $(SEGMENTS) --cache $(CACHE) --output $(OUT) --langs $(LANGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
+	$(PY) -m ccnet_pipeline mine --dump $(DUMP) --segments $(SEGMENTS) --cache $(CACHE) --output $(OUT) --langs $(LANGS) $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
 else ifeq ($(strip $(INPUT)),)
 SAMPLE_LM := $(if $(LM_DIR),$(LM_DIR),out/lm)
 # Reference models for the sample, trained once from its reference text (again when LANGS change).
@@ -81,11 +88,21 @@ $(SAMPLE_LM)/.done-$(subst $(comma),_,$(LANGS)): $(SAMPLE)/.done $(KENLM_DIR)/bi
 	touch $@
 
 corpus: $(SAMPLE_LM)/.done-$(subst $(comma),_,$(LANGS))
-	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs $(LANGS) --lm-dir $(SAMPLE_LM) --overwrite $(BEAM_ARGS)
+	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs $(LANGS) $(LID_ARGS) --lm-dir $(SAMPLE_LM) --overwrite $(BEAM_ARGS)
 else
 corpus: $(VENV)/.installed
-	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
+	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
 endif
+
+# Recompute the shipped LID thresholds from SIB-200 train+dev, then measure one threshold (ccnet)
+# against them on text calibration did not see: SIB-200 test and UDHR.
+lid-calibrate: $(VENV)/.installed
+	$(PY) -m lid calibrate --text-dir $(SHARED)/eval/sib-200 --splits train,dev --out $(LID_THRESHOLDS)
+	@for lid in "--lid-mode ccnet" "--lid-mode spaced --lang-thresholds $(LID_THRESHOLDS)"; do \
+		$(PY) -m lid evaluate --text-dir $(SHARED)/eval/sib-200 --splits test $$lid | sed 's/^/SIB-200 test, /' | tail -1; \
+		$(PY) -m lid evaluate --tsv $(SHARED)/lid-dev/udhr_paragraphs.tsv --language-column bcp47 --text-column paragraph $$lid \
+			| sed 's/^/UDHR, /' | tail -1; \
+	done
 
 # How languages are mixed wherever they are (tokenizer training, pretraining): alpha (the default), pooled or unimax.
 SAMPLING ?=

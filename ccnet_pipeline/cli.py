@@ -1,4 +1,4 @@
-"""python -m ccnet_pipeline {mine,import-ccnet,download,sample} ...
+"""python -m ccnet_pipeline {mine,import-ccnet,download,sample,report} ...
 
 Every flag ``mine`` or ``import-ccnet`` does not know is passed to Beam unchanged (``--runner=DataflowRunner``,
 ``--direct_num_workers=2 --direct_running_mode=multi_processing``, ...)."""
@@ -17,7 +17,8 @@ from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.download import DownloadConfig, DumpSelection
 from ccnet_pipeline.sample import SampleConfig
 from filters.perplexity import LanguageModel, available_languages
-from lid.model import LanguageIdentifier
+from lid.languages import languages_without_label
+from lid.model import LanguageIdentifier, LidConfig
 from toolkit import storage
 from toolkit.cli import add_config_arguments, build_config, given, run_cli
 from toolkit.corpus import Layout
@@ -123,6 +124,21 @@ def _print_summary(stats: Dict, output: str) -> None:
         print(f"  {language:9s}{counts}{characters:12d}")
 
 
+def _report_parser(sub) -> None:
+    report = sub.add_parser("report", help="per language: documents kept and dropped by language ID, and a PNG")
+    report.add_argument("output", help="a corpus folder (the mine job's --output)")
+    report.add_argument("--png", help="where to draw the score histograms (default: OUTPUT/lid_report.png)")
+
+
+def _report(args) -> int:
+    from ccnet_pipeline.report import report
+
+    png = args.png or Layout(args.output).path("lid_report.png")
+    print(report(args.output, png))
+    print(f"wrote {png}")
+    return 0
+
+
 def _sample_parser(sub) -> None:
     sample = sub.add_parser("sample", help="generate the embedded multilingual WET sample")
     sample.add_argument("--output", required=True, help="folder for the generated *.warc.wet.gz")
@@ -173,16 +189,30 @@ def _check_language_models(lm_dir: str) -> None:
         LanguageModel(lm_dir, language).load()
 
 
+def _warn_of_languages_without_label(identifier: LanguageIdentifier, lid: LidConfig) -> None:
+    """A warning that names the selected languages the LID model has no label for: no
+    threshold keeps their documents."""
+    missing = languages_without_label(identifier.languages(), lid.languages, rules=lid.mode != "ccnet")
+    if missing:
+        print(
+            f"warning: the LID model {os.path.basename(lid.model_path)} has no label for {', '.join(missing)}:"
+            " the job keeps no document in these languages (README: Language ID, which model covers what)",
+            file=sys.stderr,
+        )
+
+
 def _mine(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.pipeline import list_segments, load_cutoffs, run
 
     inputs = tuple(_download(args)) if args.dump else (args.input,)
     config = build_config(MineConfig, given(args), {"input": inputs}).with_absolute_paths()
-    LanguageIdentifier(storage.localize(config.lid.model_path)).model  # noqa: B018 -- a missing or corrupt model fails here, not on a worker
+    identifier = LanguageIdentifier(storage.localize(config.lid.model_path))
+    identifier.model  # noqa: B018 -- a missing or corrupt model fails here, not on a worker
     if config.lm_dir:
         _check_language_models(config.lm_dir)
     if config.cutoffs_file:
         load_cutoffs(config)  # a malformed file fails here
+    _warn_of_languages_without_label(identifier, config.lid)
     segments = list_segments(config.input)
     _prepare_output(config.output, {"config": config.to_json(), "segments": segments}, args.overwrite)
     return _run_once(config.output, lambda: run(config, segments, beam_args))
@@ -211,6 +241,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     _import_parser(sub)
     _download_parser(sub)
     _sample_parser(sub)
+    _report_parser(sub)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger().addFilter(_DropBeamImportNoise())
 
@@ -222,6 +253,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "download":
             _download(args)
             return 0
-        return _sample(args)
+        return _report(args) if args.command == "report" else _sample(args)
 
     return run_cli(run, parser, argv, known_only=True)

@@ -12,6 +12,12 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 from ccnet_pipeline.wet import BadRecord
 from filters.document import Document
 
+SCORE_BINS = 20  # LID score histograms in stats.json: bins of 1/SCORE_BINS from 0 to 1
+
+
+def score_bin(score: float) -> int:
+    return min(max(int(score * SCORE_BINS), 0), SCORE_BINS - 1)
+
 
 class SegmentCounts:
     """Counters named ``<stage>/<event>`` like the job's Beam metrics, counted document by
@@ -33,10 +39,18 @@ class SegmentCounts:
     def kept(self, doc: Document) -> None:
         self.read(doc)
         self.counts["perplexity/no_model" if doc["perplexity"] is None else "perplexity/scored"] += 1
+        self.scored("kept", doc)
 
     def dropped(self, stage: str, reason: str, doc: Document) -> None:
         self.read(doc)
         self.counts[f"{stage}/dropped/{reason}"] += 1
+        if stage == "lid":
+            self.scored(reason, doc)
+
+    def scored(self, outcome: str, doc: Document) -> None:
+        """The document's LID score in its top-1 label's histogram of ``outcome``."""
+        if doc["language"] is not None and doc["language_score"] is not None:
+            self.counts[f"lid/scores/{outcome}/{doc['language']}/{score_bin(doc['language_score'])}"] += 1
 
     def bad(self, record: BadRecord) -> None:
         self.counts[f"read/bad/{record.kind}"] += 1
@@ -109,6 +123,25 @@ def job_stats(segment_totals: Dict[str, int], files: List[Dict]) -> Dict:
         "lines_removed_by_dedup": counters.get("dedup/lines_removed", 0),
         "dropped": {name.split("/dropped/", 1)[1]: value for name, value in counters.items() if "/dropped/" in name},
         "identified_languages": with_prefix("lid/language/"),
+        "language_id": language_id_stats(with_prefix("lid/scores/")),
         "output": output,
         "counters": counters,
     }
+
+
+LID_OUTCOMES = ("kept", "below_threshold", "not_selected")
+
+
+def language_id_stats(scores: Dict[str, int]) -> Dict[str, Dict]:
+    """Per top-1 label: documents kept, dropped below its threshold and not selected, and each
+    outcome's score histogram (``SCORE_BINS`` bins from 0 to 1), from the
+    ``lid/scores/<outcome>/<label>/<bin>`` counters."""
+    labels: Dict[str, Dict] = {}
+    for name, count in scores.items():
+        outcome, label, bin_index = name.split("/")
+        entry = labels.setdefault(
+            label, {**dict.fromkeys(LID_OUTCOMES, 0), "histograms": {o: [0] * SCORE_BINS for o in LID_OUTCOMES}}
+        )
+        entry[outcome] += count
+        entry["histograms"][outcome][int(bin_index)] += count
+    return dict(sorted(labels.items()))

