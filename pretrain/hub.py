@@ -1,6 +1,7 @@
 """A trained encoder behind fairseq's hub interface: ``from_pretrained(RUN_DIR)`` then
-``encode``, ``decode``, ``extract_features`` and ``fill_mask``. Also reads an exported (or any
-XLM-R) Hugging Face folder."""
+``encode``, ``decode``, ``extract_features``, ``fill_mask``, and ``register_classification_head``
++ ``predict`` for fine-tuning heads. Also reads an exported (or any XLM-R) Hugging Face folder,
+masked LM or classifier."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import os
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
+import torch.nn.functional as F
 
 from pretrain import checkpoint
 from pretrain.export import load_hf
-from pretrain.model import ModelConfig, XLMRModel
+from pretrain.model import ModelConfig, XLMRModel, load_weights
 from pretrain.train import CONFIG_FILE
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
 
@@ -46,6 +48,19 @@ class XLMRHub:
         tokens = (tokens.unsqueeze(0) if tokens.dim() == 1 else tokens).to(self.device)
         hiddens = self.model.features(tokens, return_all_hiddens)
         return hiddens if return_all_hiddens else hiddens[-1]
+
+    def register_classification_head(self, name: str, num_classes: int, kind: str = "sentence") -> None:
+        """fairseq's: a new head ``name`` (sentence: on ``<s>``; tokens: at every token)."""
+        self.model.register_classification_head(name, num_classes, kind).to(self.device)
+
+    @torch.no_grad()
+    def predict(self, head: str, tokens: torch.Tensor, return_logits: bool = False) -> torch.Tensor:
+        """fairseq's: log-probabilities (or logits) of head ``head`` for ``tokens`` ([length] or
+        [batch, length], e.g. ``encode(a, b)`` for a pair): [batch, classes], or [batch, length,
+        classes] for a token head."""
+        tokens = (tokens.unsqueeze(0) if tokens.dim() == 1 else tokens).to(self.device)
+        logits = self.model.classify(tokens, head)
+        return logits if return_logits else F.log_softmax(logits.float(), dim=-1)
 
     def _pieces(self, text: str) -> List[int]:
         return self.tokenizer.encode(text)[1:-1] if text.strip() else []
@@ -89,5 +104,5 @@ def from_pretrained(path: str, device: Optional[str] = None) -> XLMRHub:
     """A run folder (its latest checkpoint), one checkpoint folder, or a Hugging Face folder."""
     model_cfg, state, sp_model = load_run(path)
     model = XLMRModel(model_cfg)
-    model.load_state_dict(state)
+    load_weights(model, state)
     return XLMRHub(model.to(device or "cpu"), XLMRTokenizer(sp_model))

@@ -5,12 +5,17 @@ positions hold 512 tokens), embedding LayerNorm, post-LN transformer layers (GEL
 attention through ``scaled_dot_product_attention``), and the LM head (dense -> GELU -> LayerNorm
 -> the token embeddings transposed, plus a bias), computed only where asked: at the masked
 positions during training, which at a 250k vocabulary saves most of the step.
+
+Fine-tuning heads, registered by name as fairseq's ``register_classification_head`` does: a
+sentence (or sentence-pair) head on ``<s>`` (fairseq's ``RobertaClassificationHead``, HF's
+``XLMRobertaClassificationHead``: dropout -> dense -> tanh -> dropout -> out_proj) and a token
+head (HF's ``XLMRobertaForTokenClassification``: dropout -> linear at every position).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -102,6 +107,35 @@ class Layer(nn.Module):
         return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
 
 
+HEAD_KINDS = ("sentence", "tokens")
+
+
+class ClassificationHead(nn.Module):
+    """Logits [batch, classes] from the hidden state of each sequence's first token, ``<s>``."""
+
+    def __init__(self, hidden: int, classes: int, dropout: float):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.dense = nn.Linear(hidden, hidden)
+        self.out_proj = nn.Linear(hidden, classes)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        x = self.dropout(hidden[:, 0])
+        return self.out_proj(self.dropout(torch.tanh(self.dense(x))))
+
+
+class TokenClassificationHead(nn.Module):
+    """Logits [batch, length, classes] at every position."""
+
+    def __init__(self, hidden: int, classes: int, dropout: float):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.out_proj = nn.Linear(hidden, classes)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.out_proj(self.dropout(hidden))
+
+
 class XLMRModel(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -114,7 +148,37 @@ class XLMRModel(nn.Module):
         self.head_dense = nn.Linear(config.hidden, config.hidden)
         self.head_norm = nn.LayerNorm(config.hidden, eps=config.layer_norm_eps)
         self.head_bias = nn.Parameter(torch.zeros(config.vocab_size))  # decoder weight = embed_tokens
+        self.classification_heads = nn.ModuleDict()  # fine-tuning heads by name
         self.apply(self._init_bert)
+
+    def register_classification_head(self, name: str, num_classes: int, kind: str = "sentence") -> nn.Module:
+        """A new head ``name`` of ``kind`` (sentence: on ``<s>``; tokens: at every position),
+        BERT-initialized; registering a name again with other classes or kind is an error."""
+        if kind not in HEAD_KINDS:
+            raise ValueError(f"head kind must be one of {', '.join(HEAD_KINDS)}, got {kind!r}")
+        if num_classes < 1:
+            raise ValueError(f"a head needs at least one class, got {num_classes}")
+        head_class = ClassificationHead if kind == "sentence" else TokenClassificationHead
+        if name in self.classification_heads:
+            head = self.classification_heads[name]
+            if not isinstance(head, head_class) or head.out_proj.out_features != num_classes:
+                raise ValueError(
+                    f"head {name!r} exists with {head.out_proj.out_features} classes ({head_kind(head)}); "
+                    f"asked for {num_classes} ({kind})"
+                )
+            return head
+        head = head_class(self.config.hidden, num_classes, self.config.dropout)
+        head.apply(self._init_bert)
+        self.classification_heads[name] = head.to(self.head_bias.device).train(self.training)
+        return head
+
+    def classify(self, tokens: torch.Tensor, head: str) -> torch.Tensor:
+        """Logits of head ``head``: [batch, classes] (sentence) or [batch, length, classes] (tokens)."""
+        if head not in self.classification_heads:
+            raise KeyError(
+                f"no classification head {head!r} (registered: {', '.join(self.classification_heads) or 'none'})"
+            )
+        return self.classification_heads[head](self.features(tokens)[-1])
 
     def _init_bert(self, module: nn.Module) -> None:
         """fairseq's init_bert_params: N(0, 0.02) weights, zero biases and padding rows."""
@@ -151,8 +215,36 @@ class XLMRModel(nn.Module):
         hidden = self.features(tokens)[-1]
         return self.lm_logits(hidden[masked] if masked is not None else hidden)
 
-    def num_parameters(self, exclude_embeddings: bool = False) -> int:
+    def num_parameters(self, exclude_embeddings: bool = False) -> int:  # heads included
         total = sum(p.numel() for p in self.parameters())
         if exclude_embeddings:
             total -= self.embed_tokens.weight.numel() + self.embed_positions.weight.numel()
         return total
+
+
+def head_kind(head: nn.Module) -> str:
+    return "sentence" if isinstance(head, ClassificationHead) else "tokens"
+
+
+def heads_in_state(state: Dict[str, torch.Tensor]) -> Dict[str, Tuple[int, str]]:
+    """The classification heads a state dict holds: name -> (classes, kind)."""
+    heads = {}
+    for key, tensor in state.items():
+        if key.startswith("classification_heads.") and key.endswith(".out_proj.weight"):
+            name = key[len("classification_heads.") : -len(".out_proj.weight")]
+            kind = "sentence" if f"classification_heads.{name}.dense.weight" in state else "tokens"
+            heads[name] = (tensor.shape[0], kind)
+    return heads
+
+
+LM_HEAD_PARAMETERS = ("head_dense.weight", "head_dense.bias", "head_norm.weight", "head_norm.bias", "head_bias")
+
+
+def load_weights(model: XLMRModel, state: Dict[str, torch.Tensor]) -> None:
+    """``state`` into ``model``, registering the heads it holds first; a state without the LM
+    head (an HF classifier's) leaves the model's own, initialized one."""
+    for name, (classes, kind) in heads_in_state(state).items():
+        model.register_classification_head(name, classes, kind)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or (missing and sorted(missing) != sorted(LM_HEAD_PARAMETERS)):
+        raise ValueError(f"weights do not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}")
