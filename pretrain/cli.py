@@ -1,7 +1,9 @@
-"""python -m pretrain train | export-hf | plot
+"""python -m pretrain train | finetune | export-hf | plot
 
 train      --config tiny|base|large --data DATA_DIR --out RUN_DIR [--max-steps N] [--precision P] [--resume]
            (one process, or under torchrun for DDP)
+finetune   --init RUN_OR_HF_DIR --task classify|pair --train FILE --dev FILE [--test FILE ...] --out DIR [--resume]
+           (TSV with a header, or JSONL; the best dev model exported to DIR/hf)
 export-hf  RUN_DIR OUT    the run's latest checkpoint as a Hugging Face XLMRobertaForMaskedLM folder
 plot       RUN_DIR [--out PNG]   loss curves
 """
@@ -29,12 +31,47 @@ def _train_parser(sub) -> argparse.ArgumentParser:
     return parser
 
 
+def _finetune_parser(sub) -> None:
+    from pretrain.finetune import FINETUNE_PRESETS, FinetuneConfig
+
+    parser = sub.add_parser("finetune", help="fine-tune a classification head (and the encoder) on labelled text")
+    parser.add_argument("--config", default="tiny", choices=sorted(FINETUNE_PRESETS), help="preset (default tiny)")
+    parser.add_argument(
+        "--init", required=True, help="a pretraining run, a checkpoint, a fine-tuning run or an HF folder"
+    )
+    parser.add_argument("--train", required=True, help="TSV (header) or JSONL: text / text_a + text_b, and label")
+    parser.add_argument(
+        "--dev", required=True, help="the same format: dev accuracy after every epoch picks the best model"
+    )
+    parser.add_argument("--test", action="append", default=[], help="a file to score the best model on (repeatable)")
+    parser.add_argument(
+        "--out", required=True, help="DIR: checkpoints, best/, hf/, metrics.csv, tensorboard/, results.json"
+    )
+    parser.add_argument("--resume", action="store_true", help="continue DIR from its latest checkpoint")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    add_config_arguments(parser, FinetuneConfig)
+
+
+def _finetune(args) -> int:
+    """Preset, then on --resume the run's saved config (but its --max-steps, which cut only the
+    run before), then the flags given."""
+    from pretrain.finetune import finetune, finetune_config
+
+    config_file = os.path.join(args.out, CONFIG_FILE)
+    saved = storage.read_json(config_file)["finetune"] if args.resume and os.path.exists(config_file) else {}
+    saved = {name: value for name, value in saved.items() if name != "max_steps"}
+    config = finetune_config(args.config, saved, given(args))
+    finetune(config, args.init, args.train, args.dev, args.test, args.out, resume=args.resume, device=args.device)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pretrain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
+    _finetune_parser(sub)
     export = sub.add_parser("export-hf", help="write a Hugging Face XLMRobertaForMaskedLM folder")
     export.add_argument("run_dir")
     export.add_argument("out")
@@ -47,6 +84,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _run(args) -> int:
     if args.command == "train":
         return _train(args)
+    if args.command == "finetune":
+        return _finetune(args)
     if args.command == "export-hf":
         from pretrain.export import export_hf
         from pretrain.hub import load_run

@@ -228,8 +228,8 @@ class MetricsLog:
     """``metrics.csv`` and TensorBoard events of a run (main process only). A resumed run drops
     what an interrupted run logged after its checkpoint, so the files read as one run."""
 
-    def __init__(self, run_dir: str, start_step: int, enabled: bool):
-        self.enabled = enabled
+    def __init__(self, run_dir: str, start_step: int, enabled: bool, fields: Sequence[str] = METRIC_FIELDS):
+        self.enabled, self.fields = enabled, list(fields)
         if not enabled:
             return
         self.path = os.path.join(run_dir, METRICS_FILE)
@@ -238,7 +238,7 @@ class MetricsLog:
             with open(self.path, newline="") as handle:
                 rows = [row for row in csv.DictReader(handle) if int(row["step"]) <= start_step]
         with storage.atomic_write(self.path, "w") as handle:
-            writer = csv.DictWriter(handle, METRIC_FIELDS)
+            writer = csv.DictWriter(handle, self.fields)
             writer.writeheader()
             writer.writerows(rows)
         from torch.utils.tensorboard import SummaryWriter  # only the main process needs TensorBoard
@@ -251,9 +251,7 @@ class MetricsLog:
         if not self.enabled:
             return
         with open(self.path, "a", newline="") as handle:
-            csv.DictWriter(handle, METRIC_FIELDS).writerow(
-                {"step": step, "split": split, "language": language, **values}
-            )
+            csv.DictWriter(handle, self.fields).writerow({"step": step, "split": split, "language": language, **values})
         tag = f"{split}/{language}" if language else split
         for name, value in values.items():
             self.tensorboard.add_scalar(f"{tag}/{name}", value, step)
