@@ -4,6 +4,8 @@ train      --config tiny|base|large --data DATA_DIR --out RUN_DIR [--max-steps N
            (one process, or under torchrun for DDP)
 finetune   --init RUN_OR_HF_DIR --task classify|pair --train FILE --dev FILE [--test FILE ...] --out DIR [--resume]
            (TSV with a header, or JSONL; the best dev model exported to DIR/hf)
+evaluate   classify --model FINETUNED --test NAME=FILE ... [--out DIR]   accuracy per test set, table + bar chart
+           retrieval --model DIR --src FILE --tgt FILE [--layer N]   nearest-neighbour accuracy both ways
 export-hf  RUN_DIR OUT    the run's latest checkpoint as a Hugging Face XLMRobertaForMaskedLM folder
 plot       RUN_DIR [--out PNG]   loss curves
 """
@@ -65,6 +67,50 @@ def _finetune(args) -> int:
     return 0
 
 
+def _evaluate_parser(sub) -> None:
+    evaluate = sub.add_parser("evaluate", help="score a model: fine-tuned classification, or retrieval")
+    kinds = evaluate.add_subparsers(dest="evaluation", required=True)
+    classify = kinds.add_parser("classify", help="a fine-tuned classifier's accuracy on test sets (zero-shot transfer)")
+    classify.add_argument("--model", required=True, help="a fine-tuning run or an HF classifier folder")
+    classify.add_argument(
+        "--test", action="append", required=True, help="NAME=FILE (e.g. sw=swh_Latn/test.tsv), repeatable"
+    )
+    classify.add_argument("--task", default="classify", choices=("classify", "pair"))
+    classify.add_argument("--text-column", default="text")
+    classify.add_argument("--label-column", default="label")
+    classify.add_argument("--out", default="out/eval", help="folder for scores.csv and scores.png")
+    retrieval = kinds.add_parser("retrieval", help="nearest-neighbour retrieval of line-aligned sentences")
+    retrieval.add_argument("--model", required=True, help="a run, checkpoint, fine-tuning run or HF folder")
+    retrieval.add_argument("--src", required=True, help="one sentence a line")
+    retrieval.add_argument("--tgt", required=True, help="their translations, line by line")
+    retrieval.add_argument(
+        "--layer", type=int, default=None, help="hidden states of this layer (0: embeddings; default 2/3 up)"
+    )
+
+
+def _evaluate(args) -> int:
+    from pretrain import evaluate
+    from pretrain.finetune import FinetuneConfig
+    from pretrain.hub import from_pretrained
+
+    hub = from_pretrained(args.model)
+    if args.evaluation == "retrieval":
+        forward, backward = evaluate.retrieval(hub, args.src, args.tgt, args.layer)
+        print(f"retrieval src->tgt {forward:.3f} tgt->src {backward:.3f}")
+        return 0
+    tests = {}
+    for spec in args.test:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--test {spec!r}: give NAME=FILE")
+        tests[name] = path
+    config = FinetuneConfig(task=args.task, text_column=args.text_column, label_column=args.label_column)
+    scores = evaluate.classification_scores(hub, args.model, tests, config)
+    print(evaluate.write_scores(scores, args.out))
+    print(f"wrote {os.path.join(args.out, 'scores.csv')} and scores.png")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pretrain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -72,6 +118,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _finetune_parser(sub)
+    _evaluate_parser(sub)
     export = sub.add_parser("export-hf", help="write a Hugging Face XLMRobertaForMaskedLM folder")
     export.add_argument("run_dir")
     export.add_argument("out")
@@ -86,6 +133,8 @@ def _run(args) -> int:
         return _train(args)
     if args.command == "finetune":
         return _finetune(args)
+    if args.command == "evaluate":
+        return _evaluate(args)
     if args.command == "export-hf":
         from pretrain.export import export_hf
         from pretrain.hub import load_run

@@ -84,3 +84,34 @@ def trained_run(data_dir, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run") / "run"
     assert run_train(data_dir, run_dir, "--max-steps", "40", "--total-steps", "40", "--warmup-steps", "5") == 0
     return str(run_dir)
+
+
+WORDS = {script: SCRIPTS[script].rstrip(".").split() for script in ("Latin", "Cyrillic", "Greek")}
+
+
+def write_task(path, count, seed, shares=(0.4, 0.3, 0.3)):
+    """Which script a text is in: learnable from the pieces; the majority class has 40% of the rows."""
+    rng = random.Random(seed)
+    lines = ["text\tlabel"]
+    for _ in range(count):
+        script = rng.choices(list(WORDS), weights=shares)[0]
+        lines.append(" ".join(rng.choices(WORDS[script], k=rng.randint(3, 7))) + f"\t{script.lower()}")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def task(tmp_path_factory):
+    root = tmp_path_factory.mktemp("task")
+    return {
+        split: write_task(root / f"{split}.tsv", n, seed)
+        for split, n, seed in (("train", 192, 1), ("dev", 40, 2), ("test", 60, 3))
+    }
+
+
+def run_finetune(trained_run, task, out, *flags):
+    """``python -m pretrain finetune`` in-process on ``task``'s files, 4 epochs; its exit code."""
+    from pretrain.cli import main
+
+    argv = ["finetune", "--init", trained_run, "--train", task["train"], "--dev", task["dev"], "--test", task["test"]]
+    return main([*argv, "--out", str(out), "--epochs", "4", "--batch-size", "16", *flags])

@@ -1,7 +1,6 @@
 """python -m pretrain finetune: a learnable task, exact resume, the HF export, clear errors."""
 
 import json
-import random
 
 import pytest
 import torch
@@ -9,35 +8,9 @@ from safetensors.torch import load_file
 
 from pretrain.cli import main
 from pretrain.finetune import Example, encode
+from tests.pretrain.conftest import run_finetune as finetune
 from tests.tokenizer.conftest import SCRIPTS
 from tokenizer.xlmr import XLMRTokenizer
-
-WORDS = {script: SCRIPTS[script].rstrip(".").split() for script in ("Latin", "Cyrillic", "Greek")}
-
-
-def write_task(path, count, seed, shares=(0.4, 0.3, 0.3)):
-    """Which script a text is in: learnable from the pieces; the majority class has 40% of the rows."""
-    rng = random.Random(seed)
-    lines = ["text\tlabel"]
-    for _ in range(count):
-        script = rng.choices(list(WORDS), weights=shares)[0]
-        lines.append(" ".join(rng.choices(WORDS[script], k=rng.randint(3, 7))) + f"\t{script.lower()}")
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def task(tmp_path_factory):
-    root = tmp_path_factory.mktemp("task")
-    return {
-        split: write_task(root / f"{split}.tsv", n, seed)
-        for split, n, seed in (("train", 192, 1), ("dev", 40, 2), ("test", 60, 3))
-    }
-
-
-def finetune(trained_run, task, out, *flags):
-    argv = ["finetune", "--init", trained_run, "--train", task["train"], "--dev", task["dev"], "--test", task["test"]]
-    return main([*argv, "--out", str(out), "--epochs", "4", "--batch-size", "16", *flags])
 
 
 def test_fine_tuning_learns_a_task_far_above_the_majority_class(trained_run, task, tmp_path):

@@ -1,0 +1,116 @@
+"""Evaluation: a fine-tuned classifier's accuracy on test sets (one per target language, for
+zero-shot transfer), and sentence retrieval without fine-tuning (the XTREME Tatoeba protocol:
+mean-pooled hidden states of one layer, nearest neighbour by cosine, accuracy both ways).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+
+from pretrain.finetune import HEAD, FinetuneConfig, collate, encode, labels_of, read_examples
+from pretrain.hub import XLMRHub
+from toolkit import storage
+
+
+def default_layer(layers: int) -> int:
+    """XTREME's layer for XLM-R base's retrieval (8 of 12): two thirds of the way up."""
+    return max(1, layers * 2 // 3)
+
+
+@torch.no_grad()
+def sentence_embeddings(hub: XLMRHub, sentences: Sequence[str], layer: int, batch_size: int = 32) -> torch.Tensor:
+    """[sentences, hidden]: each sentence's hidden states at ``layer`` (0 = the embeddings)
+    averaged over its tokens, ``<s>`` and ``</s>`` included."""
+    if not 0 <= layer <= hub.model.config.layers:
+        raise ValueError(f"layer {layer}: the model has layers 0 (embeddings) to {hub.model.config.layers}")
+    limit = hub.model.config.max_tokens
+    rows = [
+        ids[: limit - 1] + ids[-1:] if len(ids) > limit else ids for ids in (hub.tokenizer.encode(s) for s in sentences)
+    ]
+    out = []
+    for start in range(0, len(rows), batch_size):
+        tokens = collate(rows[start : start + batch_size]).to(hub.device)
+        hidden = hub.model.features(tokens, return_all_hiddens=True)[layer].float()
+        real = tokens.ne(1).unsqueeze(-1).float()
+        out.append((hidden * real).sum(1) / real.sum(1))
+    return torch.cat(out)
+
+
+def retrieval_accuracy(source: torch.Tensor, target: torch.Tensor) -> Tuple[float, float]:
+    """(source -> target, target -> source): the share of rows whose nearest neighbour by cosine
+    on the other side is the row of the same index."""
+    if len(source) != len(target) or not len(source):
+        raise ValueError(
+            f"retrieval needs two line-aligned, non-empty sides; got {len(source)} and {len(target)} lines"
+        )
+    similarity = F.normalize(source, dim=-1) @ F.normalize(target, dim=-1).T
+    expected = torch.arange(len(source), device=similarity.device)
+    forward = (similarity.argmax(1) == expected).float().mean().item()
+    backward = (similarity.argmax(0) == expected).float().mean().item()
+    return forward, backward
+
+
+def read_lines(path: str) -> List[str]:
+    with open(path, encoding="utf-8") as handle:
+        return [line.rstrip("\n") for line in handle]
+
+
+def retrieval(hub: XLMRHub, source_file: str, target_file: str, layer: Optional[int] = None) -> Tuple[float, float]:
+    source, target = read_lines(source_file), read_lines(target_file)
+    if len(source) != len(target):
+        raise ValueError(
+            f"{source_file} has {len(source)} lines, {target_file} {len(target)}: they must be line-aligned"
+        )
+    layer = default_layer(hub.model.config.layers) if layer is None else layer
+    return retrieval_accuracy(sentence_embeddings(hub, source, layer), sentence_embeddings(hub, target, layer))
+
+
+@torch.no_grad()
+def classification_scores(
+    hub: XLMRHub, model_dir: str, tests: Dict[str, str], config: FinetuneConfig
+) -> List[Tuple[str, float, int]]:
+    """(name, accuracy, examples) per test file of a fine-tuned classifier, best first."""
+    labels = labels_of(model_dir)
+    if labels is None or HEAD not in hub.model.classification_heads:
+        raise ValueError(f"{model_dir} is not a classifier: fine-tune it first (python -m pretrain finetune)")
+    scores = []
+    for name, path in tests.items():
+        examples = read_examples(path, config)
+        unknown = sorted({e.label for e in examples} - set(labels))
+        if unknown:
+            raise ValueError(
+                f"{path}: labels the classifier does not know: {', '.join(unknown)} (it has {', '.join(labels)})"
+            )
+        rows = [encode(hub.tokenizer, e, min(config.max_length, hub.model.config.max_tokens)) for e in examples]
+        predicted = []
+        for start in range(0, len(rows), config.batch_size):
+            predicted += hub.predict(HEAD, collate(rows[start : start + config.batch_size])).argmax(-1).tolist()
+        correct = sum(labels[p] == e.label for p, e in zip(predicted, examples))
+        scores.append((name, correct / len(examples), len(examples)))
+    return sorted(scores, key=lambda score: (-score[1], score[0]))
+
+
+def write_scores(scores: Sequence[Tuple[str, float, int]], out_dir: str, metric: str = "accuracy") -> str:
+    """``scores.csv`` and a bar chart ``scores.png``, best first; the table as text."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = [f"name,{metric},examples"] + [f"{name},{value:.4f},{count}" for name, value, count in scores]
+    storage.write_text(os.path.join(out_dir, "scores.csv"), "\n".join(lines) + "\n")
+    figure, axis = plt.subplots(figsize=(max(4, 0.35 * len(scores) + 1), 3))
+    axis.bar([name for name, _, _ in scores], [value for _, value, _ in scores], color="tab:blue")
+    axis.set_ylabel(metric)
+    axis.set_ylim(0, 1)
+    axis.tick_params(axis="x", rotation=90, labelsize=7)
+    figure.tight_layout()
+    with storage.atomic_path(os.path.join(out_dir, "scores.png")) as tmp:
+        figure.savefig(tmp, format="png", dpi=80)
+    plt.close(figure)
+    width = max(len(name) for name, _, _ in scores)
+    return "\n".join(f"{name:<{width}}  {metric} {value:.4f}  ({count} examples)" for name, value, count in scores)
