@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
-import warnings
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -93,8 +93,8 @@ class LidConfig:
             raise ValueError(f"LID mode must be one of {LID_MODES}, got {self.mode!r}")
         thresholds = tuple((str(language), float(value)) for language, value in self.thresholds)
         if thresholds and self.mode == "ccnet":
-            warnings.warn(
-                "--lid-mode ccnet has one threshold, as CCNet: the per-language thresholds are ignored", stacklevel=2
+            logging.getLogger(__name__).warning(
+                "--lid-mode ccnet has one threshold, as CCNet: the per-language thresholds are ignored"
             )
             thresholds = ()
         object.__setattr__(self, "thresholds", thresholds)  # as read back from a saved config: pairs of str, float
