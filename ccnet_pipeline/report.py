@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from ccnet_pipeline.stats import SCORE_BINS
+from lid.model import language_thresholds
 from toolkit import storage
 from toolkit.corpus import Layout
 
@@ -18,8 +19,7 @@ PLOTTED_LABELS = 30  # the report's PNG shows the labels with the most documents
 def thresholds_of(manifest: Dict) -> Dict[str, float]:
     """Each selected language's threshold in a corpus's manifest (its own, else the default)."""
     lid = manifest.get("config", {}).get("lid", {})
-    own = {language: float(value) for language, value in lid.get("thresholds", [])}
-    return {language: own.get(language, lid.get("threshold", 0.5)) for language in lid.get("languages", [])}
+    return language_thresholds(lid.get("languages", []), lid.get("thresholds", []), lid.get("threshold", 0.5))
 
 
 def report_rows(stats: Dict, thresholds: Dict[str, float]) -> List[Dict]:

@@ -108,8 +108,13 @@ class LidConfig:
             raise FileNotFoundError(f"LID model file not found: {self.model_path}")
 
     def threshold_of(self) -> Dict[str, float]:
-        """Each language's threshold: its own from ``thresholds``, else ``threshold``."""
-        return {language: dict(self.thresholds).get(language, self.threshold) for language in self.languages}
+        return language_thresholds(self.languages, self.thresholds, self.threshold)
+
+
+def language_thresholds(languages, thresholds, default: float) -> Dict[str, float]:
+    """Each of ``languages``' threshold: its own from the (language, threshold) pairs, else ``default``."""
+    own = {language: float(value) for language, value in thresholds}
+    return {language: own.get(language, default) for language in languages}
 
 
 class LanguageIdentifier:

@@ -68,14 +68,19 @@ def save(
     torch.save(rng_state(dist.device), os.path.join(tmp, f"rank{dist.rank}.rng.pt"))
     dist.barrier()
     if dist.is_main:
-        weights = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
-        save_file(weights, os.path.join(tmp, MODEL_FILE), metadata={"step": str(step)})
+        save_model(model, tmp, metadata={"step": str(step)})
         torch.save(optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
         storage.write_json(os.path.join(tmp, STATE_FILE), {**state, "step": step, "world_size": dist.world_size})
         storage.publish(tmp, final)  # the same step saved again (a rerun) is replaced
         _prune(run_dir, keep)
     dist.barrier()
     return final
+
+
+def save_model(model: torch.nn.Module, folder: str, metadata: Optional[Dict[str, str]] = None) -> None:
+    """The model's weights as ``folder/model.safetensors``."""
+    weights = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
+    save_file(weights, os.path.join(folder, MODEL_FILE), metadata=metadata)
 
 
 def _prune(run_dir: str, keep: int) -> None:

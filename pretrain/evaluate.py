@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.nn.functional as F
 
-from pretrain.finetune import HEAD, FinetuneConfig, collate, encode, labels_of, read_examples
+from pretrain.finetune import HEAD, FinetuneConfig, check_labels, collate, encode, evaluate, labels_of, read_examples
 from pretrain.hub import XLMRHub
 from toolkit import storage
 
@@ -69,7 +69,6 @@ def retrieval(hub: XLMRHub, source_file: str, target_file: str, layer: Optional[
     return retrieval_accuracy(sentence_embeddings(hub, source, layer), sentence_embeddings(hub, target, layer))
 
 
-@torch.no_grad()
 def classification_scores(
     hub: XLMRHub, model_dir: str, tests: Dict[str, str], config: FinetuneConfig
 ) -> List[Tuple[str, float, int]]:
@@ -80,17 +79,10 @@ def classification_scores(
     scores = []
     for name, path in tests.items():
         examples = read_examples(path, config)
-        unknown = sorted({e.label for e in examples} - set(labels))
-        if unknown:
-            raise ValueError(
-                f"{path}: labels the classifier does not know: {', '.join(unknown)} (it has {', '.join(labels)})"
-            )
+        check_labels(path, examples, labels, "labels the classifier does not know")
         rows = [encode(hub.tokenizer, e, min(config.max_length, hub.model.config.max_tokens)) for e in examples]
-        predicted = []
-        for start in range(0, len(rows), config.batch_size):
-            predicted += hub.predict(HEAD, collate(rows[start : start + config.batch_size])).argmax(-1).tolist()
-        correct = sum(labels[p] == e.label for p, e in zip(predicted, examples))
-        scores.append((name, correct / len(examples), len(examples)))
+        _, accuracy = evaluate(hub.model, rows, [labels.index(e.label) for e in examples], config, hub.device)
+        scores.append((name, accuracy, len(examples)))
     return sorted(scores, key=lambda score: (-score[1], score[0]))
 
 

@@ -148,12 +148,15 @@ def label_set(train: Sequence[Example], others: Mapping[str, Sequence[Example]])
     """The training labels, sorted; another file's label that training never saw is an error."""
     labels = sorted({example.label for example in train})
     for path, examples in others.items():
-        unknown = sorted({example.label for example in examples} - set(labels))
-        if unknown:
-            raise ValueError(
-                f"{path}: labels not in the training set: {', '.join(unknown)} (training has {', '.join(labels)})"
-            )
+        check_labels(path, examples, labels, "labels not in the training set")
     return labels
+
+
+def check_labels(path: str, examples: Sequence[Example], labels: Sequence[str], problem: str) -> None:
+    """An error naming ``path``'s labels outside ``labels``."""
+    unknown = sorted({example.label for example in examples} - set(labels))
+    if unknown:
+        raise ValueError(f"{path}: {problem}: {', '.join(unknown)} (known: {', '.join(labels)})")
 
 
 def encode(tokenizer: XLMRTokenizer, example: Example, max_length: int) -> List[int]:
@@ -201,8 +204,9 @@ def freeze(model: XLMRModel, config: FinetuneConfig) -> None:
 @torch.no_grad()
 def evaluate(
     model: XLMRModel, rows: Sequence[List[int]], targets: Sequence[int], config: FinetuneConfig, device
-) -> Tuple[float, float, List[int]]:
-    """(mean loss, accuracy, predicted class per row)."""
+) -> Tuple[float, float]:
+    """(mean loss, accuracy) of the head on ``rows`` against ``targets`` (class indices)."""
+    was_training = model.training
     model.eval()
     loss_sum, predicted = 0.0, []
     for start in range(0, len(rows), config.batch_size):
@@ -212,9 +216,9 @@ def evaluate(
             logits = model.classify(tokens, HEAD).float()
         loss_sum += F.cross_entropy(logits, gold, reduction="sum").item()
         predicted += logits.argmax(-1).tolist()
-    model.train()
+    model.train(was_training)
     correct = sum(p == t for p, t in zip(predicted, targets))
-    return loss_sum / len(rows), correct / len(rows), predicted
+    return loss_sum / len(rows), correct / len(rows)
 
 
 def finetune(
@@ -323,7 +327,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
         log.write(step, "train", epoch=math.ceil(step / per_epoch), loss=loss.item(), lr=lr)
         if epoch_done:
             epoch = step // per_epoch
-            dev_loss, accuracy, _ = evaluate(model, dev_rows, targets(dev_set), config, dist.device)
+            dev_loss, accuracy = evaluate(model, dev_rows, targets(dev_set), config, dist.device)
             log.write(step, "dev", epoch=epoch, loss=dev_loss, accuracy=accuracy)
             print(f"epoch {epoch}: dev loss {dev_loss:.4f}, accuracy {accuracy:.4f}", flush=True)
             if accuracy > best["accuracy"]:
@@ -351,12 +355,9 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
 
 
 def _save_best(model: XLMRModel, path: str) -> None:
-    from safetensors.torch import save_file
-
     with storage.atomic_path(path) as tmp:
         os.makedirs(tmp)
-        weights = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
-        save_file(weights, os.path.join(tmp, checkpoint.MODEL_FILE))
+        checkpoint.save_model(model, tmp)
 
 
 def _finish(
@@ -367,7 +368,7 @@ def _finish(
     export_hf(model.state_dict(), model_cfg, sentencepiece_model, os.path.join(out, HF_DIR), (HEAD, "sentence"), labels)
     results = {"step": step, "best_dev": best, "labels": labels, "test": {}}
     for path, examples in tests.items():
-        loss, accuracy, _ = evaluate(model, encoded(examples), targets(examples), config, dist.device)
+        loss, accuracy = evaluate(model, encoded(examples), targets(examples), config, dist.device)
         results["test"][path] = {"loss": loss, "accuracy": accuracy, "examples": len(examples)}
         print(f"test {path}: accuracy {accuracy:.4f} ({len(examples)} examples)", flush=True)
     storage.write_json(os.path.join(out, RESULTS_FILE), results)
