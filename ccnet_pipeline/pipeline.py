@@ -337,5 +337,5 @@ def mark_complete(output: str) -> None:
     """Drop the committed intermediates (the shards hold the documents now) and mark the job
     done, so that running the same command again changes nothing."""
     layout = Layout(output)
-    storage.delete([path for pattern in layout.intermediates for path in storage.match(pattern)])
+    storage.delete([path for pattern in layout.intermediates for path in storage.match(pattern, temporaries=True)])
     storage.write_bytes(layout.complete, b"complete\n")

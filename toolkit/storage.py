@@ -13,12 +13,15 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
 from typing import BinaryIO, Iterator, List, Sequence
 
 REMOTE_MARK = "://"
+# The names _temporary gives: a crash can leave one behind, half written.
+_TEMPORARY_NAME = re.compile(r"\.[^/]*\.[0-9a-f]{32}\.tmp(\.[^/.]*)?$")
 
 
 def is_remote(path: str) -> bool:
@@ -72,10 +75,17 @@ def read_json(path: str):
     return json.loads(read_bytes(path))
 
 
-def match(pattern: str) -> List[str]:
+def match(pattern: str, temporaries: bool = False) -> List[str]:
     """The files ``pattern`` matches, in Beam's glob syntax (``*`` within a folder, ``**``
-    across), sorted."""
-    return sorted(m.path for m in _filesystems().match([pattern])[0].metadata_list)
+    across), sorted; without the temporaries of unfinished writes (a killed worker leaves
+    them) unless ``temporaries``."""
+    paths = sorted(m.path for m in _filesystems().match([pattern])[0].metadata_list)
+    return paths if temporaries else [p for p in paths if not is_temporary(p)]
+
+
+def is_temporary(path: str) -> bool:
+    """Whether ``path`` is named as this module names a file it has not finished writing."""
+    return bool(_TEMPORARY_NAME.match(path.rsplit("/", 1)[-1]))
 
 
 def delete(paths: Sequence[str]) -> None:

@@ -32,6 +32,16 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, prefix):
     assert [p.name for p in tmp_path.iterdir()] == ["file.bin"]
 
 
+@pytest.mark.parametrize("prefix", ["", SHARED_PREFIX])
+def test_match_skips_what_a_killed_write_left_behind(tmp_path, prefix):
+    target = prefix + str(tmp_path / "marker.json")
+    storage.write_json(target, {"index": 0})
+    leftover = storage._temporary(str(tmp_path / "next.json"))
+    open(leftover, "wb").close()  # killed before a byte was written
+    assert storage.match(prefix + str(tmp_path / "*.json")) == [target]
+    assert storage.match(prefix + str(tmp_path / "*"), temporaries=True) == sorted([target, prefix + leftover])
+
+
 def test_atomic_path_for_libraries_that_want_a_path(tmp_path):
     target = tmp_path / "index.npy"
     with storage.atomic_path(str(target)) as temporary:
