@@ -2,9 +2,10 @@
 
 train      --config tiny|base|large --data DATA_DIR --out RUN_DIR [--max-steps N] [--precision P] [--resume]
            (one process, or under torchrun for DDP)
-finetune   --init RUN_OR_HF_DIR --task classify|pair --train FILE --dev FILE [--test FILE ...] --out DIR [--resume]
-           (TSV with a header, or JSONL; the best dev model exported to DIR/hf)
-evaluate   classify --model FINETUNED --test NAME=FILE ... [--out DIR]   accuracy per test set, table + bar chart
+finetune   --init RUN_OR_HF_DIR --task classify|pair|tokens --train FILE --dev FILE [--test FILE ...] --out DIR
+           [--resume]   (TSV with a header or JSONL; tokens: CoNLL or JSONL; the best dev model exported to DIR/hf)
+evaluate   classify --model FINETUNED --test NAME=FILE ... [--out DIR]   accuracy (tokens: entity F1) per test
+           set, table + bar chart
            retrieval --model DIR --src FILE --tgt FILE [--layer N]   nearest-neighbour accuracy both ways
 export-hf  RUN_DIR OUT    the run's latest checkpoint as a Hugging Face XLMRobertaForMaskedLM folder
 plot       RUN_DIR [--out PNG]   loss curves
@@ -41,7 +42,11 @@ def _finetune_parser(sub) -> None:
     parser.add_argument(
         "--init", required=True, help="a pretraining run, a checkpoint, a fine-tuning run or an HF folder"
     )
-    parser.add_argument("--train", required=True, help="TSV (header) or JSONL: text / text_a + text_b, and label")
+    parser.add_argument(
+        "--train",
+        required=True,
+        help="TSV (header) or JSONL: text / text_a + text_b, and label; tokens: CoNLL or JSONL",
+    )
     parser.add_argument(
         "--dev", required=True, help="the same format: dev accuracy after every epoch picks the best model"
     )
@@ -68,6 +73,8 @@ def _finetune(args) -> int:
 
 
 def _evaluate_parser(sub) -> None:
+    from pretrain.finetune import TASKS
+
     evaluate = sub.add_parser("evaluate", help="score a model: fine-tuned classification, or retrieval")
     kinds = evaluate.add_subparsers(dest="evaluation", required=True)
     classify = kinds.add_parser("classify", help="a fine-tuned classifier's accuracy on test sets (zero-shot transfer)")
@@ -75,9 +82,13 @@ def _evaluate_parser(sub) -> None:
     classify.add_argument(
         "--test", action="append", required=True, help="NAME=FILE (e.g. sw=swh_Latn/test.tsv), repeatable"
     )
-    classify.add_argument("--task", default="classify", choices=("classify", "pair"))
+    classify.add_argument(
+        "--task", default=None, choices=TASKS, help="default: tokens for a token classifier, else classify"
+    )
     classify.add_argument("--text-column", default="text")
     classify.add_argument("--label-column", default="label")
+    classify.add_argument("--tokens-column", default="tokens", help="tokens task, JSONL: the words")
+    classify.add_argument("--tags-column", default="tags", help="tokens task, JSONL: their tags")
     classify.add_argument("--out", default="out/eval", help="folder for scores.csv and scores.png")
     retrieval = kinds.add_parser("retrieval", help="nearest-neighbour retrieval of line-aligned sentences")
     retrieval.add_argument("--model", required=True, help="a run, checkpoint, fine-tuning run or HF folder")
@@ -90,8 +101,9 @@ def _evaluate_parser(sub) -> None:
 
 def _evaluate(args) -> int:
     from pretrain import evaluate
-    from pretrain.finetune import FinetuneConfig
+    from pretrain.finetune import HEAD, FinetuneConfig, metric_of
     from pretrain.hub import from_pretrained
+    from pretrain.model import head_kind
 
     hub = from_pretrained(args.model)
     if args.evaluation == "retrieval":
@@ -104,9 +116,12 @@ def _evaluate(args) -> int:
         if not sep or not name or not path:
             raise ValueError(f"--test {spec!r}: give NAME=FILE")
         tests[name] = path
-    config = FinetuneConfig(task=args.task, text_column=args.text_column, label_column=args.label_column)
+    heads = hub.model.classification_heads
+    task = args.task or ("tokens" if HEAD in heads and head_kind(heads[HEAD]) == "tokens" else "classify")
+    columns = ("text_column", "label_column", "tokens_column", "tags_column")
+    config = FinetuneConfig(task=task, **{column: getattr(args, column) for column in columns})
     scores = evaluate.classification_scores(hub, args.model, tests, config)
-    print(evaluate.write_scores(scores, args.out))
+    print(evaluate.write_scores(scores, args.out, metric_of(task)))
     print(f"wrote {os.path.join(args.out, 'scores.csv')} and scores.png")
     return 0
 

@@ -1,5 +1,5 @@
-"""Evaluation: a fine-tuned classifier's accuracy on test sets (one per target language, for
-zero-shot transfer), and sentence retrieval without fine-tuning (the XTREME Tatoeba protocol:
+"""Evaluation: a fine-tuned classifier's accuracy (entity F1 for a token classifier) on test sets
+(one per target language, for zero-shot transfer), and sentence retrieval without fine-tuning (the XTREME Tatoeba protocol:
 mean-pooled hidden states of one layer, nearest neighbour by cosine, accuracy both ways).
 """
 
@@ -11,8 +11,19 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.nn.functional as F
 
-from pretrain.finetune import HEAD, FinetuneConfig, check_labels, collate, encode, evaluate, labels_of, read_examples
+from pretrain.finetune import (
+    HEAD,
+    FinetuneConfig,
+    check_labels,
+    collate,
+    encode_rows,
+    evaluate,
+    head_kind_of,
+    labels_of,
+    read_examples,
+)
 from pretrain.hub import XLMRHub
+from pretrain.model import head_kind
 from toolkit import storage
 
 
@@ -72,17 +83,21 @@ def retrieval(hub: XLMRHub, source_file: str, target_file: str, layer: Optional[
 def classification_scores(
     hub: XLMRHub, model_dir: str, tests: Dict[str, str], config: FinetuneConfig
 ) -> List[Tuple[str, float, int]]:
-    """(name, accuracy, examples) per test file of a fine-tuned classifier, best first."""
+    """(name, score, examples) per test file of a fine-tuned classifier, best first: accuracy,
+    or entity F1 for a token classifier (``config.task`` tokens)."""
     labels = labels_of(model_dir)
     if labels is None or HEAD not in hub.model.classification_heads:
         raise ValueError(f"{model_dir} is not a classifier: fine-tune it first (python -m pretrain finetune)")
+    kind = head_kind(hub.model.classification_heads[HEAD])
+    if kind != head_kind_of(config.task):
+        raise ValueError(f"{model_dir} has a {kind} classification head: it cannot score the {config.task} task")
     scores = []
     for name, path in tests.items():
         examples = read_examples(path, config)
         check_labels(path, examples, labels, "labels the classifier does not know")
-        rows = [encode(hub.tokenizer, e, min(config.max_length, hub.model.config.max_tokens)) for e in examples]
-        _, accuracy = evaluate(hub.model, rows, [labels.index(e.label) for e in examples], config, hub.device)
-        scores.append((name, accuracy, len(examples)))
+        rows = encode_rows(hub.tokenizer, examples, labels, config, hub.model.config.max_tokens)
+        _, score = evaluate(hub.model, examples, rows, labels, config, hub.device)
+        scores.append((name, score, len(examples)))
     return sorted(scores, key=lambda score: (-score[1], score[0]))
 
 

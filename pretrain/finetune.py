@@ -1,11 +1,14 @@
 """Fine-tuning an encoder with a classification head: sentence (``classify``) or sentence-pair
-(``pair``, encoded ``<s> a </s></s> b </s>``) classification from TSV or JSONL files.
+(``pair``, encoded ``<s> a </s></s> b </s>``) classification from TSV or JSONL files, and token
+classification (``tokens``: NER from CoNLL or JSONL files, each word labelled on its first piece,
+scored by entity F1).
 
 AdamW with linear warm-up and linear decay, dropout as the model's, optional frozen embeddings
 and lowest layers, fp32 / fp16 / bf16 as in pretraining, dev accuracy after every epoch with early
 stopping, and the pretraining checkpoints (``checkpoint.py``): the batch of every step is a
 function of the seed and the step alone, so ``--resume`` continues a run exactly. The best dev
-model is exported as ``XLMRobertaForSequenceClassification`` (``OUT/hf``).
+model is exported as ``XLMRobertaForSequenceClassification`` or ``...ForTokenClassification``
+(``OUT/hf``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -25,15 +28,17 @@ from pretrain import checkpoint
 from pretrain.dist import Dist, setup, teardown
 from pretrain.export import HF_HEAD_NAME, export_hf
 from pretrain.hub import load_run
+from pretrain.metrics import entity_scores
 from pretrain.model import PAD, XLMRModel, load_weights
 from pretrain.train import CONFIG_FILE, PRECISIONS, MetricsLog, autocast, make_optimizer
-from tokenizer.xlmr import EOS, XLMRTokenizer
+from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
 from toolkit import storage
 from toolkit.cli import build_config, flag
 
-TASKS = ("classify", "pair")
+TASKS = ("classify", "pair", "tokens")
 HEAD = HF_HEAD_NAME  # the head's name here and in an exported or imported HF classifier
-FIELDS = ["step", "split", "language", "epoch", "loss", "accuracy", "lr"]  # metrics.csv; language: the test file
+FIELDS = ["step", "split", "language", "epoch", "loss", "accuracy", "f1", "lr"]  # metrics.csv; language: the test file
+IGNORED = -100  # the target of a piece that is not a word's first (and of padding): no loss, no prediction
 BEST_DIR, HF_DIR, RESULTS_FILE = "best", "hf", "results.json"
 
 
@@ -41,9 +46,11 @@ BEST_DIR, HF_DIR, RESULTS_FILE = "best", "hf", "results.json"
 class FinetuneConfig:
     task: str = field(
         default="classify", metadata=flag(choices=TASKS)
-    )  # classify: a text column; pair: text_a and text_b
+    )  # classify: a text column; pair: text_a and text_b; tokens: words and their tags
     text_column: str = "text"  # the text of a classify row (SIB-200: text)
     label_column: str = "label"  # the label of a row (SIB-200: category)
+    tokens_column: str = "tokens"  # a tokens task's JSONL: the list of words
+    tags_column: str = "tags"  # a tokens task's JSONL: the list of their tags (BIO or BIOES)
     batch_size: int = 16
     lr: float = 2e-5  # peak learning rate, after warm-up
     warmup_ratio: float = 0.1  # share of the steps spent warming up linearly from 0
@@ -92,14 +99,33 @@ def finetune_config(preset: str, *layers: Mapping) -> FinetuneConfig:
     return build_config(FinetuneConfig, FINETUNE_PRESETS[preset], *layers)
 
 
+def metric_of(task: str) -> str:
+    """What the dev set picks the best model by, and what a test set reports."""
+    return "f1" if task == "tokens" else "accuracy"
+
+
+def head_kind_of(task: str) -> str:
+    return "tokens" if task == "tokens" else "sentence"
+
+
 class Example(NamedTuple):
-    texts: Tuple[str, ...]  # one text, or the pair
-    label: str
+    texts: Tuple[str, ...]  # one text, the pair, or a sentence's words (tokens task)
+    label: Union[str, Tuple[str, ...]]  # the class, or each word's tag (tokens task)
+
+
+def labels_in(example: Example) -> Tuple[str, ...]:
+    return example.label if isinstance(example.label, tuple) else (example.label,)
 
 
 def read_examples(path: str, config: FinetuneConfig) -> List[Example]:
     """The rows of a TSV (with a header) or JSONL file (``.jsonl``/``.json``): the text column(s)
-    and the label. A malformed row or an empty file is an error naming the file and line."""
+    and the label; for the tokens task, CoNLL sentences or JSONL lists of words and tags. A
+    malformed row or an empty file is an error naming the file and line."""
+    if config.task == "tokens":
+        examples = list(_tagged_sentences(path, config))
+        if not examples:
+            raise ValueError(f"{path}: no sentences")
+        return examples
     columns = (config.text_column,) if config.task == "classify" else ("text_a", "text_b")
     wanted = (*columns, config.label_column)
     examples = []
@@ -113,6 +139,43 @@ def read_examples(path: str, config: FinetuneConfig) -> List[Example]:
     if not examples:
         raise ValueError(f"{path}: no examples")
     return examples
+
+
+def _tagged_sentences(path: str, config: FinetuneConfig):
+    if path.endswith((".jsonl", ".json")):
+        for number, row in _rows(path):
+            words, tags = row.get(config.tokens_column), row.get(config.tags_column)
+            if not isinstance(words, list) or not isinstance(tags, list) or not words:
+                raise ValueError(
+                    f"{path}, line {number}: no list {config.tokens_column} and {config.tags_column} (a tokens row needs both)"
+                )
+            if len(words) != len(tags):
+                raise ValueError(f"{path}, line {number}: {len(words)} {config.tokens_column} but {len(tags)} tags")
+            yield Example(tuple(map(str, words)), tuple(str(tag) for tag in tags))
+        return
+    yield from _conll_sentences(path)
+
+
+def _conll_sentences(path: str):
+    """CoNLL: a word a line, its tag in the last column (tab or space separated), a blank line
+    after each sentence; ``-DOCSTART-`` lines are skipped."""
+    words, tags = [], []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            cells = line.split()
+            if cells and cells[0] == "-DOCSTART-":
+                continue
+            if not cells:
+                if words:
+                    yield Example(tuple(words), tuple(tags))
+                words, tags = [], []
+                continue
+            if len(cells) < 2:
+                raise ValueError(f"{path}, line {number}: a word and its tag, got {line.strip()!r}")
+            words.append(cells[0])
+            tags.append(cells[-1])
+    if words:
+        yield Example(tuple(words), tuple(tags))
 
 
 def _rows(path: str):
@@ -146,7 +209,7 @@ def _rows(path: str):
 
 def label_set(train: Sequence[Example], others: Mapping[str, Sequence[Example]]) -> List[str]:
     """The training labels, sorted; another file's label that training never saw is an error."""
-    labels = sorted({example.label for example in train})
+    labels = sorted({label for example in train for label in labels_in(example)})
     for path, examples in others.items():
         check_labels(path, examples, labels, "labels not in the training set")
     return labels
@@ -154,7 +217,7 @@ def label_set(train: Sequence[Example], others: Mapping[str, Sequence[Example]])
 
 def check_labels(path: str, examples: Sequence[Example], labels: Sequence[str], problem: str) -> None:
     """An error naming ``path``'s labels outside ``labels``."""
-    unknown = sorted({example.label for example in examples} - set(labels))
+    unknown = sorted({label for example in examples for label in labels_in(example)} - set(labels))
     if unknown:
         raise ValueError(f"{path}: {problem}: {', '.join(unknown)} (known: {', '.join(labels)})")
 
@@ -172,8 +235,62 @@ def encode(tokenizer: XLMRTokenizer, example: Example, max_length: int) -> List[
     return ids
 
 
-def collate(rows: Sequence[List[int]]) -> torch.Tensor:
-    return torch.nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True, padding_value=PAD)
+def encode_words(tokenizer: XLMRTokenizer, words: Sequence[str], max_length: int) -> Tuple[List[int], List[int]]:
+    """``<s> pieces </s>`` of a sentence's words, cut to ``max_length``, and the position of each
+    word's first piece (the words whose first piece was cut off have none)."""
+    ids, firsts = [BOS], []
+    for pieces in tokenizer.encode_words(words):
+        if len(ids) + 1 > max_length - 1:
+            break
+        firsts.append(len(ids))
+        ids += pieces[: max_length - 1 - len(ids)]
+    return [*ids, EOS], firsts
+
+
+class Row(NamedTuple):
+    ids: List[int]
+    target: Union[int, List[int]]  # the class, or per position a tag (IGNORED but at first pieces)
+
+
+def encode_rows(
+    tokenizer: XLMRTokenizer,
+    examples: Sequence[Example],
+    labels: Sequence[str],
+    config: FinetuneConfig,
+    max_tokens: int,
+) -> List[Row]:
+    max_length, index = min(config.max_length, max_tokens), {label: i for i, label in enumerate(labels)}
+    if config.task != "tokens":
+        return [Row(encode(tokenizer, example, max_length), index[example.label]) for example in examples]
+    rows = []
+    for example in examples:
+        ids, firsts = encode_words(tokenizer, example.texts, max_length)
+        target = [IGNORED] * len(ids)
+        for position, tag in zip(firsts, example.label):
+            target[position] = index[tag]
+        rows.append(Row(ids, target))
+    return rows
+
+
+def collate(rows: Sequence[List[int]], padding_value: int = PAD) -> torch.Tensor:
+    return torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(r) for r in rows], batch_first=True, padding_value=padding_value
+    )
+
+
+def collate_rows(rows: Sequence[Row], device) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(tokens, targets) of a batch: targets [batch] of classes, or [batch, length] of tags."""
+    tokens = collate([row.ids for row in rows]).to(device)
+    if isinstance(rows[0].target, int):
+        return tokens, torch.tensor([row.target for row in rows], device=device)
+    return tokens, collate([row.target for row in rows], IGNORED).to(device)
+
+
+def task_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """Cross-entropy of sentence logits [batch, classes] or token logits [batch, length, classes]."""
+    return F.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORED, reduction=reduction
+    )
 
 
 def learning_rate(step: int, total: int, config: FinetuneConfig) -> float:
@@ -203,22 +320,33 @@ def freeze(model: XLMRModel, config: FinetuneConfig) -> None:
 
 @torch.no_grad()
 def evaluate(
-    model: XLMRModel, rows: Sequence[List[int]], targets: Sequence[int], config: FinetuneConfig, device
+    model: XLMRModel,
+    examples: Sequence[Example],
+    rows: Sequence[Row],
+    labels: Sequence[str],
+    config: FinetuneConfig,
+    device,
 ) -> Tuple[float, float]:
-    """(mean loss, accuracy) of the head on ``rows`` against ``targets`` (class indices)."""
+    """(mean loss, score) of the head on ``rows``, the encoded ``examples``: accuracy, or for
+    the tokens task entity F1 over every word (a word cut off by ``max_length`` counts as ``O``)."""
     was_training = model.training
     model.eval()
-    loss_sum, predicted = 0.0, []
+    loss_sum, targets, predicted = 0.0, 0, []
     for start in range(0, len(rows), config.batch_size):
-        tokens = collate(rows[start : start + config.batch_size]).to(device)
-        gold = torch.tensor(targets[start : start + config.batch_size], device=device)
+        tokens, gold = collate_rows(rows[start : start + config.batch_size], device)
         with autocast(device, config.precision):
             logits = model.classify(tokens, HEAD).float()
-        loss_sum += F.cross_entropy(logits, gold, reduction="sum").item()
-        predicted += logits.argmax(-1).tolist()
+        loss_sum += task_loss(logits, gold, "sum").item()
+        targets += int(gold.ne(IGNORED).sum())
+        best = logits.argmax(-1)
+        predicted += best.tolist() if gold.dim() == 1 else [b[g.ne(IGNORED)].tolist() for b, g in zip(best, gold)]
     model.train(was_training)
-    correct = sum(p == t for p, t in zip(predicted, targets))
-    return loss_sum / len(rows), correct / len(rows)
+    if config.task != "tokens":
+        score = sum(p == row.target for p, row in zip(predicted, rows)) / len(rows)
+    else:
+        tags = [[labels[i] for i in p] + ["O"] * (len(e.label) - len(p)) for p, e in zip(predicted, examples)]
+        score = entity_scores([e.label for e in examples], tags).f1
+    return loss_sum / max(targets, 1), score
 
 
 def finetune(
@@ -258,16 +386,14 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
         labels = known
     model_cfg, state, sentencepiece_model = load_run(init)
     tokenizer = XLMRTokenizer(sentencepiece_model)
-    encoded = lambda examples: [
-        encode(tokenizer, example, min(config.max_length, model_cfg.max_tokens)) for example in examples
-    ]
-    targets = lambda examples: [labels.index(example.label) for example in examples]
+    encoded = lambda examples: encode_rows(tokenizer, examples, labels, config, model_cfg.max_tokens)
     train_rows, dev_rows = encoded(train_set), encoded(dev_set)
+    metric = metric_of(config.task)
 
     torch.manual_seed(config.seed)
     model = XLMRModel(model_cfg)
     load_weights(model, state)
-    model.register_classification_head(HEAD, len(labels))  # an HF classifier's head must have as many classes
+    model.register_classification_head(HEAD, len(labels), head_kind_of(config.task))  # as many classes as HF's
     freeze(model, config)
     model.to(dist.device).train()
     optimizer = make_optimizer(model, config)
@@ -275,7 +401,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
     per_epoch = math.ceil(len(train_rows) / config.batch_size)
     total = per_epoch * config.epochs
     last_step = min(config.max_steps or total, total)
-    step, best = 0, {"accuracy": -1.0, "epoch": 0, "stale": 0}
+    step, best = 0, {metric: -1.0, "epoch": 0, "stale": 0}
     if resume_from:
         run_state = checkpoint.load(resume_from, dist, model, optimizer)
         step, best = run_state["step"], run_state["best"]
@@ -301,7 +427,6 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
         + (f"; resuming at step {step}" if resume_from else ""),
         flush=True,
     )
-    train_targets = torch.tensor(targets(train_set))
     from tqdm import tqdm
 
     progress = tqdm(total=last_step, initial=step, disable=not sys.stderr.isatty(), unit="step")
@@ -311,10 +436,10 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
         for group in optimizer.param_groups:
             group["lr"] = lr
         indices = batch_indices(step + 1, len(train_rows), config)
-        tokens = collate([train_rows[i] for i in indices]).to(dist.device)
+        tokens, gold = collate_rows([train_rows[i] for i in indices], dist.device)
         with autocast(dist.device, config.precision):
             logits = model.classify(tokens, HEAD)
-        loss = F.cross_entropy(logits.float(), train_targets[indices].to(dist.device))
+        loss = task_loss(logits, gold)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm if config.clip_norm > 0 else math.inf)
@@ -327,11 +452,11 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
         log.write(step, "train", epoch=math.ceil(step / per_epoch), loss=loss.item(), lr=lr)
         if epoch_done:
             epoch = step // per_epoch
-            dev_loss, accuracy = evaluate(model, dev_rows, targets(dev_set), config, dist.device)
-            log.write(step, "dev", epoch=epoch, loss=dev_loss, accuracy=accuracy)
-            print(f"epoch {epoch}: dev loss {dev_loss:.4f}, accuracy {accuracy:.4f}", flush=True)
-            if accuracy > best["accuracy"]:
-                best = {"accuracy": accuracy, "epoch": epoch, "stale": 0}
+            dev_loss, score = evaluate(model, dev_set, dev_rows, labels, config, dist.device)
+            log.write(step, "dev", epoch=epoch, loss=dev_loss, **{metric: score})
+            print(f"epoch {epoch}: dev loss {dev_loss:.4f}, {metric} {score:.4f}", flush=True)
+            if score > best[metric]:
+                best = {metric: score, "epoch": epoch, "stale": 0}
                 _save_best(model, os.path.join(out, BEST_DIR))
             else:
                 best = {**best, "stale": best["stale"] + 1}
@@ -349,9 +474,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
     if step < total and not stopped:
         print(f"stopped at step {step} of {total} (--max-steps): --resume continues", flush=True)
         return {"step": step, "best_dev": best}
-    return _finish(
-        out, model, model_cfg, sentencepiece_model, labels, tests, encoded, targets, config, dist, best, step
-    )
+    return _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, config, dist, best, step)
 
 
 def _save_best(model: XLMRModel, path: str) -> None:
@@ -360,20 +483,20 @@ def _save_best(model: XLMRModel, path: str) -> None:
         checkpoint.save_model(model, tmp)
 
 
-def _finish(
-    out, model, model_cfg, sentencepiece_model, labels, tests, encoded, targets, config, dist, best, step
-) -> Dict:
+def _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, config, dist, best, step) -> Dict:
     """The best dev model: exported to OUT/hf, scored on the test files, results.json written."""
     model.load_state_dict(checkpoint.load_model(os.path.join(out, BEST_DIR)))
-    export_hf(model.state_dict(), model_cfg, sentencepiece_model, os.path.join(out, HF_DIR), (HEAD, "sentence"), labels)
-    results = {"step": step, "best_dev": best, "labels": labels, "test": {}}
+    head = (HEAD, head_kind_of(config.task))
+    export_hf(model.state_dict(), model_cfg, sentencepiece_model, os.path.join(out, HF_DIR), head, labels)
+    metric = metric_of(config.task)
+    results = {"step": step, "metric": metric, "best_dev": best, "labels": labels, "test": {}}
     for path, examples in tests.items():
-        loss, accuracy = evaluate(model, encoded(examples), targets(examples), config, dist.device)
-        results["test"][path] = {"loss": loss, "accuracy": accuracy, "examples": len(examples)}
-        print(f"test {path}: accuracy {accuracy:.4f} ({len(examples)} examples)", flush=True)
+        loss, score = evaluate(model, examples, encoded(examples), labels, config, dist.device)
+        results["test"][path] = {"loss": loss, metric: score, "examples": len(examples)}
+        print(f"test {path}: {metric} {score:.4f} ({len(examples)} examples)", flush=True)
     storage.write_json(os.path.join(out, RESULTS_FILE), results)
     print(
-        f"best dev accuracy {best['accuracy']:.4f} (epoch {best['epoch']}); wrote {os.path.join(out, HF_DIR)}",
+        f"best dev {metric} {best[metric]:.4f} (epoch {best['epoch']}); wrote {os.path.join(out, HF_DIR)}",
         flush=True,
     )
     return results
@@ -386,6 +509,8 @@ def labels_of(init: str) -> Optional[List[str]]:
     if not os.path.exists(path):
         return None
     saved = storage.read_json(path)
-    if "id2label" in saved and str(saved.get("architectures", [""])[0]).endswith("SequenceClassification"):
+    if "id2label" in saved and str(saved.get("architectures", [""])[0]).endswith(
+        ("SequenceClassification", "TokenClassification")
+    ):
         return [saved["id2label"][str(i)] for i in range(len(saved["id2label"]))]
     return saved.get("labels")

@@ -39,6 +39,14 @@ class XLMRTokenizer:
             ids += [EOS, *self._ids(pair), EOS]
         return ids
 
+    def encode_words(self, words: Sequence[str]) -> List[List[int]]:
+        """The ids of each word of a pre-tokenized sentence (no specials), each encoded as if
+        a space came before it; a word SentencePiece makes nothing of is ``<unk>``, so that
+        every word has a first piece to be labelled."""
+        return [
+            [i + FAIRSEQ_OFFSET if i != SP_UNK else UNK for i in ids] or [UNK] for ids in self.sp.encode(list(words))
+        ]
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``, specials and ``<mask>`` left out; sentence boundaries become spaces."""
         pieces, parts = [], []

@@ -115,3 +115,32 @@ def run_finetune(trained_run, task, out, *flags):
 
     argv = ["finetune", "--init", trained_run, "--train", task["train"], "--dev", task["dev"], "--test", task["test"]]
     return main([*argv, "--out", str(out), "--epochs", "4", "--batch-size", "16", *flags])
+
+
+ENTITY_OF = {"Latin": "O", "Cyrillic": "PER", "Greek": "LOC"}  # a tokens task's entities by script
+
+
+def write_tagged_task(path, count, seed):
+    """CoNLL sentences of 2 or 3 runs of one or two words (short: pretraining saw 32 positions), each run in another script than the last:
+    Cyrillic runs are PER entities, Greek ones LOC, Latin words O (BIO tags)."""
+    rng = random.Random(seed)
+    lines, script = [], None
+    for _ in range(count):
+        for _ in range(rng.randint(2, 3)):
+            script = rng.choice([s for s in ENTITY_OF if s != script])
+            for position in range(rng.randint(1, 2)):
+                entity = ENTITY_OF[script]
+                tag = "O" if entity == "O" else ("B-" if position == 0 else "I-") + entity
+                lines.append(f"{rng.choice(WORDS[script])} {tag}")
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def tagged_task(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tagged")
+    return {
+        split: write_tagged_task(root / f"{split}.conll", n, seed)
+        for split, n, seed in (("train", 600, 1), ("dev", 64, 2), ("test", 64, 3))
+    }

@@ -21,7 +21,7 @@ def test_fine_tuning_learns_a_task_far_above_the_majority_class(trained_run, tas
     assert majority < 0.5 and results["test"][task["test"]]["accuracy"] >= 0.9
     assert results["labels"] == ["cyrillic", "greek", "latin"]
     metrics = (tmp_path / "ft" / "metrics.csv").read_text().splitlines()
-    assert metrics[0] == "step,split,language,epoch,loss,accuracy,lr" and sum(",dev," in m for m in metrics) == 10
+    assert metrics[0] == "step,split,language,epoch,loss,accuracy,f1,lr" and sum(",dev," in m for m in metrics) == 10
 
     transformers = pytest.importorskip("transformers")
     hf = transformers.XLMRobertaForSequenceClassification.from_pretrained(str(tmp_path / "ft" / "hf"))
