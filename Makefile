@@ -35,7 +35,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove lid-calibrate worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -128,6 +128,21 @@ TRAIN_ARGS ?=
 pretrain: tokenize
 	$(PY) -m pretrain train --config $(CONFIG) --data $(DATA) --out $(RUN) --max-steps $(MAX_STEPS) --total-steps $(MAX_STEPS) $(if $(SAMPLING),--sampling $(SAMPLING)) $(if $(RESUME),--resume) $(TRAIN_ARGS)
 	$(PY) -m pretrain plot $(RUN)
+
+# What RUN (or an HF XLM-R folder: INIT=dir) is worth: fine-tuned on SIB-200 English, accuracy
+# zero-shot on the corpus languages and retrieval of the parallel sentences (pretrain/sib200.py).
+# SIB-200 is github.com/dadelani/sib-200's data/annotated; EVAL_CONFIG=base for an XLM-R checkpoint;
+# EVAL_LANGS=de,sw,... (XLM-R codes, or 100) instead of the corpus languages.
+SIB200      ?= $(SHARED)/eval/sib-200
+EVAL_LANGS  ?=
+INIT        ?= $(RUN)
+EVAL        ?= out/eval
+EVAL_CONFIG ?= tiny
+EVAL_ARGS   ?=
+eval: $(VENV)/.installed
+	@test -f "$(SIB200)/eng_Latn/train.tsv" || { echo "no SIB-200 in $(SIB200): git clone https://github.com/dadelani/sib-200 and run make eval SIB200=sib-200/data/annotated"; exit 2; }
+	@test -e "$(INIT)" || { echo "no model at $(INIT): run make pretrain first, or set INIT to a Hugging Face XLM-R folder"; exit 2; }
+	$(PY) -m pretrain evaluate sib200 --init $(INIT) --sib-dir $(SIB200) $(if $(EVAL_LANGS),--languages $(EVAL_LANGS),--corpus $(OUT)) --out $(EVAL) --config $(EVAL_CONFIG) $(EVAL_ARGS)
 
 test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) -m pytest $(PYTEST_ARGS)

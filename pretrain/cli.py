@@ -7,6 +7,8 @@ finetune   --init RUN_OR_HF_DIR --task classify|pair|tokens --train FILE --dev F
 evaluate   classify --model FINETUNED --test NAME=FILE ... [--out DIR]   accuracy (tokens: entity F1) per test
            set, table + bar chart
            retrieval --model DIR --src FILE --tgt FILE [--layer N]   nearest-neighbour accuracy both ways
+           sib200 --init RUN_OR_HF_DIR --sib-dir DIR --corpus CORPUS|--languages LIST [--out DIR]   fine-tune on
+           SIB-200 English, zero-shot accuracy and retrieval per language (make eval)
 export-hf  RUN_DIR OUT    the run's latest checkpoint as a Hugging Face XLMRobertaForMaskedLM folder
 plot       RUN_DIR [--out PNG]   loss curves
 """
@@ -73,7 +75,7 @@ def _finetune(args) -> int:
 
 
 def _evaluate_parser(sub) -> None:
-    from pretrain.finetune import TASKS
+    from pretrain.finetune import FINETUNE_PRESETS, TASKS, FinetuneConfig
 
     evaluate = sub.add_parser("evaluate", help="score a model: fine-tuned classification, or retrieval")
     kinds = evaluate.add_subparsers(dest="evaluation", required=True)
@@ -90,6 +92,20 @@ def _evaluate_parser(sub) -> None:
     classify.add_argument("--tokens-column", default="tokens", help="tokens task, JSONL: the words")
     classify.add_argument("--tags-column", default="tags", help="tokens task, JSONL: their tags")
     classify.add_argument("--out", default="out/eval", help="folder for scores.csv and scores.png")
+    sib = kinds.add_parser(
+        "sib200", help="fine-tune on SIB-200 English, zero-shot accuracy and retrieval per corpus language"
+    )
+    sib.add_argument("--init", required=True, help="a pretraining run, a checkpoint or an HF folder")
+    sib.add_argument("--sib-dir", required=True, help="SIB-200's data/annotated: one folder per language")
+    languages = sib.add_mutually_exclusive_group(required=True)
+    languages.add_argument("--corpus", help="a corpus folder: its manifest's languages")
+    languages.add_argument("--languages", help="XLM-R codes, comma separated (100: all of XLM-R's)")
+    sib.add_argument("--source", default="eng_Latn", help="the SIB-200 folder to fine-tune on")
+    sib.add_argument("--layer", type=int, default=None, help="retrieval layer (default: two thirds up)")
+    sib.add_argument("--out", default="out/eval", help="finetune/, scores.csv, scores.png, retrieval.csv")
+    sib.add_argument("--config", default="tiny", choices=sorted(FINETUNE_PRESETS), help="fine-tuning preset")
+    sib.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    add_config_arguments(sib, FinetuneConfig)
     retrieval = kinds.add_parser("retrieval", help="nearest-neighbour retrieval of line-aligned sentences")
     retrieval.add_argument("--model", required=True, help="a run, checkpoint, fine-tuning run or HF folder")
     retrieval.add_argument("--src", required=True, help="one sentence a line")
@@ -105,6 +121,8 @@ def _evaluate(args) -> int:
     from pretrain.hub import from_pretrained
     from pretrain.model import head_kind
 
+    if args.evaluation == "sib200":
+        return _sib200(args)
     hub = from_pretrained(args.model)
     if args.evaluation == "retrieval":
         forward, backward = evaluate.retrieval(hub, args.src, args.tgt, args.layer)
@@ -141,6 +159,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     plot.add_argument("run_dir")
     plot.add_argument("--out", default=None, help="PNG path (default RUN_DIR/loss.png)")
     return run_cli(_run, parser, argv)
+
+
+def _sib200(args) -> int:
+    from lid.languages import parse_languages
+    from pretrain.finetune import finetune_config
+    from pretrain.sib200 import COLUMNS, sib200, table
+    from toolkit.corpus import CorpusManifest
+
+    languages = list(CorpusManifest.read(args.corpus).languages) if args.corpus else parse_languages(args.languages)
+    config = finetune_config(args.config, COLUMNS, given(args))
+    if config.task != "classify":
+        raise ValueError("SIB-200 is a classify task")
+    result = sib200(args.init, args.sib_dir, languages, args.out, config, args.source, args.layer, args.device)
+    print(table(result, args.source))
+    print(f"wrote {args.out}: scores.csv, scores.png, retrieval.csv, the classifier in finetune/hf")
+    return 0
 
 
 def _run(args) -> int:

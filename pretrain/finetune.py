@@ -129,7 +129,7 @@ def read_examples(path: str, config: FinetuneConfig) -> List[Example]:
     columns = (config.text_column,) if config.task == "classify" else ("text_a", "text_b")
     wanted = (*columns, config.label_column)
     examples = []
-    for number, row in _rows(path):
+    for number, row in read_rows(path):
         missing = [column for column in wanted if not isinstance(row.get(column), str) or not row[column].strip()]
         if missing:
             raise ValueError(
@@ -143,7 +143,7 @@ def read_examples(path: str, config: FinetuneConfig) -> List[Example]:
 
 def _tagged_sentences(path: str, config: FinetuneConfig):
     if path.endswith((".jsonl", ".json")):
-        for number, row in _rows(path):
+        for number, row in read_rows(path):
             words, tags = row.get(config.tokens_column), row.get(config.tags_column)
             if not isinstance(words, list) or not isinstance(tags, list) or not words:
                 raise ValueError(
@@ -178,7 +178,9 @@ def _conll_sentences(path: str):
         yield Example(tuple(words), tuple(tags))
 
 
-def _rows(path: str):
+def read_rows(path: str):
+    """(line number, row) of a TSV file with a header or of a JSONL file; a malformed row is an
+    error naming the file and line."""
     with open(path, encoding="utf-8", newline="") as handle:
         if path.endswith((".jsonl", ".json")):
             for number, line in enumerate(handle, start=1):
