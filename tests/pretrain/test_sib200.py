@@ -3,15 +3,15 @@ accuracy and retrieval per language, on a SIB-200-shaped folder made here and on
 
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from pretrain.cli import main
 from pretrain.sib200 import language_folders, parallel_texts
+from tests.helpers import SHARED_DATA
 from tests.pretrain.conftest import WORDS
 
-SIB200 = Path(__file__).resolve().parents[3] / "shared" / "data" / "eval" / "sib-200"
+SIB200 = SHARED_DATA / "eval" / "sib-200"
 
 
 def sib_rows(count, seed):
