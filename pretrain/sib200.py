@@ -86,6 +86,7 @@ def sib200(
         print(f"SIB-200 has no folder for {', '.join(missing)}: left out", flush=True)
     found = {map_code(source): source, **found}
     files = {language: os.path.join(sib_dir, folder, "test.tsv") for language, folder in found.items()}
+    source_test = files[map_code(source)]
 
     finetune_dir = os.path.join(out, FINETUNE_DIR)
     resume = _can_resume(finetune_dir, init, config)
@@ -97,7 +98,7 @@ def sib200(
 
     encoder = from_pretrained(init, target)
     layer = default_layer(encoder.model.config.layers) if layer is None else layer
-    source_ids, source_texts = parallel_texts(files[map_code(source)])
+    source_ids, source_texts = parallel_texts(source_test)
     source_embeddings = sentence_embeddings(encoder, source_texts, layer)
     scores = []
     for language, folder in found.items():
@@ -105,9 +106,7 @@ def sib200(
         if folder != source:
             ids, texts = parallel_texts(files[language])
             if ids != source_ids:
-                raise ValueError(
-                    f"{files[language]}: its index_id column is not {files[map_code(source)]}'s, row by row"
-                )
+                raise ValueError(f"{files[language]}: its index_id column is not {source_test}'s, row by row")
             retrieval = retrieval_accuracy(source_embeddings, sentence_embeddings(encoder, texts, layer))
         scores.append(LanguageScores(language, folder, *accuracy[language], retrieval))
     scores.sort(key=lambda score: (-score.accuracy, score.language))
@@ -117,7 +116,7 @@ def sib200(
         f"{s.language},{s.folder},{s.retrieval[0]:.4f},{s.retrieval[1]:.4f},{layer}" for s in scores if s.retrieval
     ]
     storage.write_text(os.path.join(out, RETRIEVAL_FILE), "\n".join(lines) + "\n")
-    return Sib200Result(scores, layer, _majority(train, files[map_code(source)]))
+    return Sib200Result(scores, layer, _majority(train, source_test))
 
 
 def _majority(train: str, test: str) -> float:

@@ -108,3 +108,13 @@ def test_a_label_training_never_saw_is_a_clear_error(trained_run, task, tmp_path
     ]
     assert main(argv) == 2
     assert "labels not in the training set: klingon" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_fine_tuning_runs_and_learns(trained_run, task, tmp_path, precision):
+    """Autocast (and fp16's loss scaling) on the CPU, slow there: two epochs beat the majority class (0.4)."""
+    assert finetune(trained_run, task, tmp_path / "ft", "--epochs", "2", "--precision", precision) == 0
+    results = json.loads((tmp_path / "ft" / "results.json").read_text())
+    assert results["test"][task["test"]]["accuracy"] >= 0.6
+    saved = json.loads((tmp_path / "ft" / "config.json").read_text())
+    assert saved["finetune"]["precision"] == precision
