@@ -35,7 +35,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove lid-calibrate worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove bench-adapters lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -186,6 +186,17 @@ bench-train: $(VENV)/.installed
 BENCH_ARGS ?=
 bench-datatrove: .venv-bench/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) bench/vs_datatrove.py $(BENCH_ARGS)
+
+# AdapterHub's adapters 1.3.0 pins transformers 4.57, not the test extra's: a venv of its own, for
+# the interop bench only. make bench-adapters BENCH_INIT=out/run checks a trained encoder instead of a random one.
+.venv-adapters/.installed: | $(VENV)/.installed
+	$(PYTHON) -m venv .venv-adapters
+	.venv-adapters/bin/pip install --quiet --upgrade pip
+	.venv-adapters/bin/pip install --quiet 'adapters==1.3.0' 'transformers~=4.57.6' 'torch==2.13.0' 'safetensors==0.8.0'
+	touch $@
+
+bench-adapters: .venv-adapters/.installed
+	$(PY) bench/adapters_interop.py $(if $(BENCH_INIT),--init $(BENCH_INIT))
 
 # Per-worker memory of a dedup hash partition at 4, 16 and 64 segments, and the mine job's file count.
 bench-memory: $(VENV)/.installed

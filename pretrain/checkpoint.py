@@ -56,8 +56,10 @@ def save(
     state: Dict,
     data_state: Dict,
     keep: int = 2,
+    weights: Optional[Dict[str, torch.Tensor]] = None,
 ) -> str:
-    """Write the checkpoint of ``step`` (every rank calls this); keep the newest ``keep``."""
+    """Write the checkpoint of ``step`` (every rank calls this); keep the newest ``keep``.
+    ``weights``: only these of the model's (an adapter's), the rest coming from where the run started."""
     final = checkpoint_dir(run_dir, step)
     tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp")
     if dist.is_main:
@@ -68,19 +70,26 @@ def save(
     torch.save(rng_state(dist.device), os.path.join(tmp, f"rank{dist.rank}.rng.pt"))
     dist.barrier()
     if dist.is_main:
-        save_model(model, tmp, metadata={"step": str(step)})
+        save_model(model, tmp, metadata={"step": str(step)}, weights=weights)
         torch.save(optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
-        storage.write_json(os.path.join(tmp, STATE_FILE), {**state, "step": step, "world_size": dist.world_size})
+        run_state = {**state, "step": step, "world_size": dist.world_size, "partial": weights is not None}
+        storage.write_json(os.path.join(tmp, STATE_FILE), run_state)
         storage.publish(tmp, final)  # the same step saved again (a rerun) is replaced
         _prune(run_dir, keep)
     dist.barrier()
     return final
 
 
-def save_model(model: torch.nn.Module, folder: str, metadata: Optional[Dict[str, str]] = None) -> None:
-    """The model's weights as ``folder/model.safetensors``."""
-    weights = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
-    save_file(weights, os.path.join(folder, MODEL_FILE), metadata=metadata)
+def save_model(
+    model: torch.nn.Module,
+    folder: str,
+    metadata: Optional[Dict[str, str]] = None,
+    weights: Optional[Dict[str, torch.Tensor]] = None,
+) -> None:
+    """The model's weights (or ``weights``) as ``folder/model.safetensors``."""
+    weights = model.state_dict() if weights is None else weights
+    tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in weights.items()}
+    save_file(tensors, os.path.join(folder, MODEL_FILE), metadata=metadata)
 
 
 def _prune(run_dir: str, keep: int) -> None:
@@ -107,7 +116,15 @@ def load(path: str, dist: Dist, model: torch.nn.Module, optimizer: torch.optim.O
         raise ValueError(
             f"{path} was written by {state['world_size']} processes; resume with as many (got {dist.world_size})"
         )
-    model.load_state_dict(load_model(path))
+    if state.get("partial"):  # the trained weights only: every trainable one, nothing unknown
+        missing, unexpected = model.load_state_dict(load_model(path), strict=False)
+        trainable = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
+        if unexpected or trainable & set(missing):
+            raise ValueError(
+                f"{path} does not fit the model: missing {sorted(trainable & set(missing))[:3]}, unexpected {unexpected[:3]}"
+            )
+    else:
+        model.load_state_dict(load_model(path))
     optimizer.load_state_dict(
         torch.load(os.path.join(path, OPTIMIZER_FILE), map_location=dist.device, weights_only=True)
     )

@@ -2,6 +2,8 @@
 
 train      --config tiny|base|large --data DATA_DIR --out RUN_DIR [--max-steps N] [--precision P] [--resume]
            (one process, or under torchrun for DDP)
+train-adapter --init RUN_OR_HF_DIR --data DATA_DIR --language xx [--out RUN_DIR] [--adapter-config language|task]
+           a MAD-X language adapter: MLM on one language, the encoder frozen; AdapterHub folder in RUN_DIR/adapter
 finetune   --init RUN_OR_HF_DIR --task classify|pair|tokens --train FILE --dev FILE [--test FILE ...] --out DIR
            [--resume]   (TSV with a header or JSONL; tokens: CoNLL or JSONL; the best dev model exported to DIR/hf)
 evaluate   classify --model FINETUNED --test NAME=FILE ... [--out DIR]   accuracy (tokens: entity F1) per test
@@ -23,6 +25,8 @@ from pretrain.train import CONFIG_FILE, TRAIN_PRESETS, TrainConfig, train, train
 from toolkit import storage
 from toolkit.cli import add_config_arguments, given, run_cli
 
+ADAPTER_FLAGS = "adapter."  # where the adapter config's flags land in args
+
 
 def _train_parser(sub) -> argparse.ArgumentParser:
     parser = sub.add_parser("train", help="pretrain an encoder on packed blocks")
@@ -34,6 +38,55 @@ def _train_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     add_config_arguments(parser, TrainConfig)
     return parser
+
+
+def _train_adapter_parser(sub) -> None:
+    from pretrain.adapters import ADAPTER_PRESETS, AdapterConfig
+
+    parser = sub.add_parser("train-adapter", help="train a MAD-X language adapter (MLM, the encoder frozen)")
+    parser.add_argument("--init", help="the frozen encoder: a pretraining run, a checkpoint or an HF folder")
+    parser.add_argument("--data", required=True, help="DATA_DIR written by `python -m tokenizer pack`")
+    parser.add_argument("--language", help="the language of DATA_DIR to train on")
+    parser.add_argument("--name", default=None, help="the adapter's name (default: the language)")
+    parser.add_argument(
+        "--out", default=None, help="RUN_DIR (default out/adapters/LANGUAGE); the adapter in RUN_DIR/adapter"
+    )
+    parser.add_argument(
+        "--adapter-config",
+        default="language",
+        choices=sorted(ADAPTER_PRESETS),
+        help="adapter preset (default language)",
+    )
+    parser.add_argument(
+        "--config", default="tiny", choices=sorted(TRAIN_PRESETS), help="training preset (default tiny)"
+    )
+    parser.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    add_config_arguments(parser, TrainConfig)
+    add_config_arguments(parser, AdapterConfig, prefix=ADAPTER_FLAGS)
+
+
+def _train_adapter(args) -> int:
+    """The presets, then on --resume the run's saved configs and inputs (but its --max-steps, which
+    cut only the run before), then the flags given."""
+    from pretrain.adapter_train import train_adapter
+    from pretrain.adapters import adapter_config
+
+    out = args.out or (os.path.join("out", "adapters", args.language) if args.language else None)
+    config_file = os.path.join(out, CONFIG_FILE) if out else ""
+    saved = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
+    about = saved.get("adapter", {})
+    init, language = args.init or about.get("init"), args.language or about.get("language")
+    if not init or not language or not out:
+        raise ValueError("give --init and --language (or --resume an adapter run with --out)")
+    resumed = {name: value for name, value in saved.get("train", {}).items() if name != "max_steps"}
+    config = train_config(args.config, resumed, given(args))
+    adapter = adapter_config(args.adapter_config, about.get("config", {}), given(args, ADAPTER_FLAGS))
+    name = args.name or about.get("name")
+    result = train_adapter(config, adapter, init, args.data, language, out, name, args.resume, args.device)
+    if "train" in result:
+        print(f"final training loss {result['train']['loss']:.4f}")
+    return 0
 
 
 def _finetune_parser(sub) -> None:
@@ -150,6 +203,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
+    _train_adapter_parser(sub)
     _finetune_parser(sub)
     _evaluate_parser(sub)
     export = sub.add_parser("export-hf", help="write a Hugging Face XLMRobertaForMaskedLM folder")
@@ -180,6 +234,8 @@ def _sib200(args) -> int:
 def _run(args) -> int:
     if args.command == "train":
         return _train(args)
+    if args.command == "train-adapter":
+        return _train_adapter(args)
     if args.command == "finetune":
         return _finetune(args)
     if args.command == "evaluate":

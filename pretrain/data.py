@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -50,13 +50,15 @@ class BlockStream:
         rank: int = 0,
         world_size: int = 1,
         heldout: int = 0,
+        languages: Optional[Sequence[str]] = None,
     ):
+        """``languages``: only these of DATA_DIR's (default all)."""
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
         manifest = read_manifest(data_dir)
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self._blocks: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
-        for language, counts in sorted(manifest["languages"].items()):
+        for language, counts in selected(manifest, data_dir, languages):
             train = counts["blocks"] - heldout_count(counts["blocks"], heldout)
             if train >= world_size:
                 tokens, index = load_blocks(data_dir, language)
@@ -110,10 +112,21 @@ class BlockStream:
             self._position[language] = list(position)
 
 
-def heldout_blocks(data_dir: str, heldout: int) -> Dict[str, List[np.ndarray]]:
+def selected(manifest: Dict, data_dir: str, languages: Optional[Sequence[str]]) -> List[Tuple[str, Dict]]:
+    """(language, counts) of the manifest's languages, or of ``languages`` (each must be there)."""
+    available = manifest["languages"]
+    missing = sorted(set(languages or ()) - set(available))
+    if missing:
+        raise ValueError(f"{data_dir} has no blocks of {', '.join(missing)} (it has {', '.join(sorted(available))})")
+    return sorted((language, available[language]) for language in (languages or available))
+
+
+def heldout_blocks(
+    data_dir: str, heldout: int, languages: Optional[Sequence[str]] = None
+) -> Dict[str, List[np.ndarray]]:
     """Each language's held-out blocks (the last ones of its shard), for evaluation."""
     manifest, out = read_manifest(data_dir), {}
-    for language, counts in sorted(manifest["languages"].items()):
+    for language, counts in selected(manifest, data_dir, languages):
         count = heldout_count(counts["blocks"], heldout)
         if count:
             tokens, index = load_blocks(data_dir, language)

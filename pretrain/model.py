@@ -10,16 +10,21 @@ Fine-tuning heads, registered by name as fairseq's ``register_classification_hea
 sentence (or sentence-pair) head on ``<s>`` (fairseq's ``RobertaClassificationHead``, HF's
 ``XLMRobertaClassificationHead``: dropout -> dense -> tanh -> dropout -> out_proj) and a token
 head (HF's ``XLMRobertaForTokenClassification``: dropout -> linear at every position).
+
+MAD-X adapters (``pretrain.adapters``): bottleneck adapters after each feed-forward block and
+invertible blocks on the embeddings, added by name, used as the active stack.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from pretrain.adapters import AdapterConfig, BottleneckAdapter, NICECoupling
 
 PAD = 1  # fairseq's <pad>; tokenizer.xlmr.PAD
 
@@ -102,9 +107,15 @@ class Layer(nn.Module):
         self.ffn_norm = nn.LayerNorm(config.hidden, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, attend: Optional[torch.Tensor]) -> torch.Tensor:
+        self.output_adapters = nn.ModuleDict()  # bottleneck adapters by name (pretrain.adapters)
+
+    def forward(self, x: torch.Tensor, attend: Optional[torch.Tensor], adapters: Sequence[str] = ()) -> torch.Tensor:
         x = self.attention_norm(x + self.dropout(self.attention(x, attend)))
-        return self.ffn_norm(x + self.dropout(self.fc2(F.gelu(self.fc1(x)))))
+        h = self.dropout(self.fc2(F.gelu(self.fc1(x))))
+        for name in adapters:  # AdapterHub's seq_bn, stacked: each reads LN(h + x) and adds to h
+            if name in self.output_adapters:
+                h = self.output_adapters[name](self.ffn_norm(h + x), h)
+        return self.ffn_norm(h + x)
 
 
 HEAD_KINDS = ("sentence", "tokens")
@@ -150,6 +161,66 @@ class XLMRModel(nn.Module):
         self.head_bias = nn.Parameter(torch.zeros(config.vocab_size))  # decoder weight = embed_tokens
         self.classification_heads = nn.ModuleDict()  # fine-tuning heads by name
         self.apply(self._init_bert)
+        self.invertible_adapters = nn.ModuleDict()  # NICE blocks of language adapters, by adapter name
+        self.adapter_configs: Dict[str, AdapterConfig] = {}
+        self.active_adapters: Tuple[str, ...] = ()  # the stack in use, bottom first
+
+    def add_adapter(self, name: str, config: AdapterConfig) -> None:
+        """A new adapter ``name`` (AdapterHub-initialized, inactive until ``set_active_adapters``)."""
+        if name in self.adapter_configs:
+            raise ValueError(f"the model already has an adapter {name!r}")
+        if "." in name or not name:
+            raise ValueError(f"an adapter name is a non-empty word without dots, got {name!r}")
+        outside = [index for index in config.leave_out if not 0 <= index < len(self.layers)]
+        if outside:
+            raise ValueError(f"leave_out {outside}: the model has layers 0..{len(self.layers) - 1}")
+        device = self.head_bias.device
+        for index, layer in enumerate(self.layers):
+            if index not in config.leave_out:
+                layer.output_adapters[name] = BottleneckAdapter(self.config.hidden, config).to(device)
+        if config.invertible:
+            self.invertible_adapters[name] = NICECoupling(self.config.hidden, config).to(device)
+        self.adapter_configs[name] = config
+        self.train(self.training)
+
+    def remove_adapter(self, name: str) -> None:
+        for layer in self.layers:
+            layer.output_adapters.pop(name, None)
+        self.invertible_adapters.pop(name, None)
+        self.adapter_configs.pop(name, None)
+        self.active_adapters = tuple(active for active in self.active_adapters if active != name)
+
+    def set_active_adapters(self, *names: str) -> None:
+        """Use the stack ``names`` (bottom first, e.g. language then task); none: the bare encoder."""
+        unknown = [name for name in names if name not in self.adapter_configs]
+        if unknown:
+            raise KeyError(f"no adapter {unknown[0]!r} (the model has: {', '.join(self.adapter_configs) or 'none'})")
+        self.active_adapters = tuple(names)
+
+    def adapter_weights(self, name: str) -> Dict[str, torch.Tensor]:
+        """Adapter ``name``'s entries of the state dict, under the model's own keys."""
+        if name not in self.adapter_configs:
+            raise KeyError(f"no adapter {name!r}")
+        return {
+            key: tensor
+            for key, tensor in self.state_dict().items()
+            if f".output_adapters.{name}." in key or key.startswith(f"invertible_adapters.{name}.")
+        }
+
+    def train_only_adapter(self, name: str) -> List[nn.Parameter]:
+        """Freeze everything but adapter ``name``; returns its parameters."""
+        self.requires_grad_(False)
+        weights = self.adapter_weights(name)
+        parameters = [parameter for key, parameter in self.named_parameters() if key in weights]
+        for parameter in parameters:
+            parameter.requires_grad_(True)
+        return parameters
+
+    def _invertible(self) -> Optional[NICECoupling]:
+        """The NICE block of the active stack's first adapter, as AdapterHub uses, if it has one."""
+        if self.active_adapters and self.active_adapters[0] in self.invertible_adapters:
+            return self.invertible_adapters[self.active_adapters[0]]
+        return None
 
     def register_classification_head(self, name: str, num_classes: int, kind: str = "sentence") -> nn.Module:
         """A new head ``name`` of ``kind`` (sentence: on ``<s>``; tokens: at every position),
@@ -199,14 +270,20 @@ class XLMRModel(nn.Module):
         # Boolean mask, True = may attend; None when nothing is padded lets SDPA use its fastest kernel.
         attend = ~padded[:, None, None, :] if padded.any() else None
         x = self.dropout(self.embed_norm(self.embed_tokens(tokens) + self.embed_positions(position_ids(tokens))))
+        invertible = self._invertible()
+        if invertible is not None:
+            x = invertible(x)
         hiddens = [x]
         for layer in self.layers:
-            x = layer(x, attend)
+            x = layer(x, attend, self.active_adapters)
             hiddens.append(x)
         return hiddens if return_all_hiddens else [x]
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         x = self.head_norm(F.gelu(self.head_dense(hidden)))
+        invertible = self._invertible()
+        if invertible is not None:  # back to the embedding space the vocabulary projection shares
+            x = invertible(x, inverse=True)
         return F.linear(x, self.embed_tokens.weight, self.head_bias)
 
     def forward(self, tokens: torch.Tensor, masked: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -14,7 +14,7 @@ import os
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -146,8 +146,9 @@ def learning_rate(step: int, config: TrainConfig) -> float:
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]  # biases and LayerNorm
+    trainable = [p for p in model.parameters() if p.requires_grad]  # an adapter's only, when the rest is frozen
+    decay = [p for p in trainable if p.dim() >= 2]
+    no_decay = [p for p in trainable if p.dim() < 2]  # biases and LayerNorm
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     # The fused kernel, on CPU too: ~5x faster there than the default at a 250k vocabulary.
     return torch.optim.AdamW(groups, lr=0.0, betas=(config.beta1, config.beta2), eps=config.eps, fused=True)
@@ -267,16 +268,12 @@ def prepare_run_dir(
     model_cfg: ModelConfig,
     data_dir: str,
     manifest: Dict,
-    init_from_hf: Optional[str],
+    extra: Mapping,
 ) -> None:
-    """The run's config.json and a copy of the tokenizer, so the run folder stands alone."""
+    """The run's config.json (with ``extra``: where it started) and a copy of the tokenizer, so
+    the run folder stands alone."""
     os.makedirs(run_dir, exist_ok=True)
-    content = {
-        "train": asdict(config),
-        "model": model_cfg.to_dict(),
-        "data": os.path.abspath(data_dir),
-        "init_from_hf": init_from_hf,
-    }
+    content = {"train": asdict(config), "model": model_cfg.to_dict(), "data": os.path.abspath(data_dir), **extra}
     storage.write_json(os.path.join(run_dir, CONFIG_FILE), content)
     source = manifest.get("tokenizer")
     if source and os.path.isdir(source):
@@ -308,40 +305,76 @@ def train(
 
 
 def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist: Dist) -> Dict:
-    vocab_size = manifest["vocab_size"]
     hf_state = None
     if resume_from:  # the checkpoint's architecture, whatever preset or HF model it started from
         model_cfg = ModelConfig(**checkpoint.read_state(resume_from)["model"])
     elif init_from_hf:
         model_cfg, hf_state = load_hf(init_from_hf)
     else:
-        model_cfg = model_config(config.model, vocab_size, dropout=config.dropout, attention_dropout=config.dropout)
-    if model_cfg.vocab_size != vocab_size:
-        raise ValueError(
-            f"the model's vocabulary has {model_cfg.vocab_size} ids, DATA_DIR's tokenizer {vocab_size}: pack the data with the model's tokenizer"
+        model_cfg = model_config(
+            config.model, manifest["vocab_size"], dropout=config.dropout, attention_dropout=config.dropout
         )
-    if manifest["tokens_per_sample"] > model_cfg.max_tokens:
-        raise ValueError(f"blocks of {manifest['tokens_per_sample']} tokens, the model holds {model_cfg.max_tokens}")
-    mask_id = vocab_size - 1
+    check_data_fits(manifest, model_cfg)
     torch.manual_seed(config.seed)
     model = XLMRModel(model_cfg)
     if hf_state is not None:
         model.load_state_dict(hf_state)
     model.to(dist.device)
     optimizer = make_optimizer(model, config)
-    scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
-    stream = BlockStream(data_dir, config.sampling, config.seed, dist.rank, dist.world_size, heldout=config.eval_blocks)
-    heldout = heldout_blocks(data_dir, config.eval_blocks) if config.eval_blocks else {}
-    torch.manual_seed(config.seed + dist.rank)  # dropout differs across ranks
-    step, skipped = 0, 0
-    if resume_from:
-        state = checkpoint.load(resume_from, dist, model, optimizer)
-        step, skipped = state["step"], state["skipped_steps"]
-        stream.load_state_dict(state["data"])
-        if scaler.is_enabled():
-            scaler.load_state_dict(state["scaler"])
+    stream, heldout = training_data(data_dir, config, dist)
+    scaler, step, skipped = resume(resume_from, config, dist, model, optimizer, stream)
     if dist.is_main:
-        prepare_run_dir(run_dir, config, model_cfg, data_dir, manifest, init_from_hf)
+        prepare_run_dir(run_dir, config, model_cfg, data_dir, manifest, {"init_from_hf": init_from_hf})
+    return mlm_loop(model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped)
+
+
+def check_data_fits(manifest: Dict, model_cfg: ModelConfig) -> None:
+    if model_cfg.vocab_size != manifest["vocab_size"]:
+        raise ValueError(
+            f"the model's vocabulary has {model_cfg.vocab_size} ids, DATA_DIR's tokenizer {manifest['vocab_size']}: pack the data with the model's tokenizer"
+        )
+    if manifest["tokens_per_sample"] > model_cfg.max_tokens:
+        raise ValueError(f"blocks of {manifest['tokens_per_sample']} tokens, the model holds {model_cfg.max_tokens}")
+
+
+def training_data(data_dir: str, config: TrainConfig, dist: Dist, languages: Optional[Sequence[str]] = None):
+    """(this rank's block stream, the held-out blocks) of ``languages`` (default all)."""
+    stream = BlockStream(
+        data_dir, config.sampling, config.seed, dist.rank, dist.world_size, config.eval_blocks, languages
+    )
+    heldout = heldout_blocks(data_dir, config.eval_blocks, languages) if config.eval_blocks else {}
+    torch.manual_seed(config.seed + dist.rank)  # dropout differs across ranks
+    return stream, heldout
+
+
+def resume(resume_from: Optional[str], config: TrainConfig, dist: Dist, model, optimizer, stream):
+    """(loss scaler, step, skipped steps): restored from ``resume_from``, or fresh."""
+    scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
+    if not resume_from:
+        return scaler, 0, 0
+    state = checkpoint.load(resume_from, dist, model, optimizer)
+    stream.load_state_dict(state["data"])
+    if scaler.is_enabled():
+        scaler.load_state_dict(state["scaler"])
+    return scaler, state["step"], state["skipped_steps"]
+
+
+def mlm_loop(
+    model: XLMRModel,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    stream: BlockStream,
+    heldout: Dict[str, List],
+    config: TrainConfig,
+    dist: Dist,
+    run_dir: str,
+    step: int,
+    skipped: int,
+    trained_weights: Optional[Callable[[], Dict[str, torch.Tensor]]] = None,
+) -> Dict:
+    """Masked-LM training from ``step`` to the config's last step: logs, held-out evaluations and
+    checkpoints (of ``trained_weights()`` when only those change). Returns the last figures."""
+    model_cfg, mask_id = model.config, model.config.vocab_size - 1
     log = MetricsLog(run_dir, step, dist.is_main)
     ddp = (
         DistributedDataParallel(model, device_ids=[dist.local_rank] if dist.device.type == "cuda" else None)
@@ -349,10 +382,12 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
         else model
     )
     if dist.is_main:
+        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
         print(
-            f"model {model_cfg.layers} layers x {model_cfg.hidden}: {model.num_parameters():,} parameters ({model.num_parameters(True):,} without embeddings), "
-            f"{dist.world_size} process(es) on {dist.device.type}, {config.precision}; languages {', '.join(stream.languages)}"
-            + (f"; resuming at step {step}" if resume_from else ""),
+            f"model {model_cfg.layers} layers x {model_cfg.hidden}: {model.num_parameters():,} parameters ({model.num_parameters(True):,} without embeddings"
+            + (f", {trainable:,} trained" if trainable < model.num_parameters() else "")
+            + f"), {dist.world_size} process(es) on {dist.device.type}, {config.precision}; languages {', '.join(stream.languages)}"
+            + (f"; resuming at step {step}" if step else ""),
             flush=True,
         )
 
@@ -418,8 +453,9 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
                 "model": model_cfg.to_dict(),
                 "epochs": stream.epochs,
             }
+            weights = trained_weights() if trained_weights else None
             checkpoint.save(
-                run_dir, step, dist, model, optimizer, run_state, stream.state_dict(), config.keep_checkpoints
+                run_dir, step, dist, model, optimizer, run_state, stream.state_dict(), config.keep_checkpoints, weights
             )
     log.close()
     return last

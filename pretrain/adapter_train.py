@@ -1,0 +1,88 @@
+"""MAD-X language adapters: masked-LM training on one language's packed blocks with the encoder
+frozen, only the adapter's parameters in the optimizer and in the checkpoints.
+
+The loop is pretraining's (``train.mlm_loop``: schedule, precision, DDP, held-out loss, exact
+resume); the encoder comes from a pretraining run, a checkpoint or a Hugging Face folder. RUN holds
+config.json, metrics.csv, tensorboard/, checkpoints/ (the adapter's weights) and ``adapter/``:
+the trained adapter as an AdapterHub folder (``pretrain.adapter_files``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import Dict, Optional
+
+import torch
+
+from pretrain import checkpoint
+from pretrain.adapter_files import save_adapter
+from pretrain.adapters import AdapterConfig
+from pretrain.data import read_manifest
+from pretrain.dist import setup, teardown
+from pretrain.hub import load_run
+from pretrain.model import XLMRModel, load_weights
+from pretrain.train import (
+    TrainConfig,
+    check_data_fits,
+    make_optimizer,
+    mlm_loop,
+    prepare_run_dir,
+    resume,
+    training_data,
+)
+
+ADAPTER_DIR = "adapter"
+
+
+def base_with_adapter(init: str, name: str, config: AdapterConfig) -> XLMRModel:
+    """The encoder of ``init`` with a new adapter ``name``, the only part left to train, active."""
+    model_cfg, state, _ = load_run(init)
+    model = XLMRModel(model_cfg)
+    load_weights(model, state)
+    model.add_adapter(name, config)
+    model.train_only_adapter(name)
+    model.set_active_adapters(name)
+    return model
+
+
+def train_adapter(
+    config: TrainConfig,
+    adapter: AdapterConfig,
+    init: str,
+    data_dir: str,
+    language: str,
+    run_dir: str,
+    name: Optional[str] = None,
+    resume_run: bool = False,
+    device: str = "auto",
+) -> Dict:
+    """Train (or resume) adapter ``name`` (default: the language code) on ``language``'s blocks;
+    returns the last training and evaluation figures."""
+    manifest = read_manifest(data_dir)
+    resume_from = checkpoint.latest(run_dir)
+    if resume_from and not resume_run:
+        raise FileExistsError(
+            f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
+        )
+    name = name or language
+    dist = setup(device)
+    try:
+        torch.manual_seed(config.seed)
+        model = base_with_adapter(init, name, adapter)
+        check_data_fits(manifest, model.config)
+        model.to(dist.device)
+        optimizer = make_optimizer(model, config)
+        stream, heldout = training_data(data_dir, config, dist, [language])
+        scaler, step, skipped = resume(resume_from if resume_run else None, config, dist, model, optimizer, stream)
+        if dist.is_main:
+            about = {"init": init, "language": language, "name": name, "config": asdict(adapter)}
+            prepare_run_dir(run_dir, config, model.config, data_dir, manifest, {"adapter": about})
+        weights = lambda: model.adapter_weights(name)
+        last = mlm_loop(model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped, weights)
+        if dist.is_main:
+            save_adapter(model, name, os.path.join(run_dir, ADAPTER_DIR), {"language": language})
+            print(f"wrote {os.path.join(run_dir, ADAPTER_DIR)} (adapter {name!r}, {language})", flush=True)
+        return last
+    finally:
+        teardown()
