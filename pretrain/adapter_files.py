@@ -26,6 +26,7 @@ from pretrain.model import XLMRModel
 from toolkit import storage
 
 CONFIG_NAME, WEIGHTS_NAME, SAFE_WEIGHTS_NAME = "adapter_config.json", "pytorch_adapter.bin", "adapter.safetensors"
+RUN_ADAPTER_DIR = "adapter"  # where a train-adapter run writes its adapter
 LIBRARY_VERSION = "adapters.1.3.0"  # the version whose layout this writes
 MODEL_TYPES = ("xlm-roberta", "roberta")  # the same encoder under either name
 
@@ -194,6 +195,14 @@ def save_adapter(model: XLMRModel, name: str, folder: str, extra: Optional[Dict]
         storage.write_json(os.path.join(tmp, CONFIG_NAME), content)
         torch.save(weights, os.path.join(tmp, WEIGHTS_NAME))
         save_file(weights, os.path.join(tmp, SAFE_WEIGHTS_NAME))
+
+
+def adapter_folder(path: str) -> str:
+    """An adapter folder, or the ``adapter/`` folder of a train-adapter run."""
+    for folder in (path, os.path.join(path, RUN_ADAPTER_DIR)):
+        if os.path.exists(os.path.join(folder, CONFIG_NAME)):
+            return folder
+    raise FileNotFoundError(f"{path}: no {CONFIG_NAME} (an AdapterHub adapter folder or a train-adapter run)")
 
 
 def read_adapter(folder: str) -> Tuple[Dict, Dict[str, torch.Tensor]]:

@@ -16,7 +16,7 @@ from typing import Dict, Optional
 import torch
 
 from pretrain import checkpoint
-from pretrain.adapter_files import save_adapter
+from pretrain.adapter_files import RUN_ADAPTER_DIR, save_adapter
 from pretrain.adapters import AdapterConfig
 from pretrain.data import read_manifest
 from pretrain.dist import setup, teardown
@@ -31,8 +31,6 @@ from pretrain.train import (
     resume,
     training_data,
 )
-
-ADAPTER_DIR = "adapter"
 
 
 def base_with_adapter(init: str, name: str, config: AdapterConfig) -> XLMRModel:
@@ -81,8 +79,8 @@ def train_adapter(
         weights = lambda: model.adapter_weights(name)
         last = mlm_loop(model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped, weights)
         if dist.is_main:
-            save_adapter(model, name, os.path.join(run_dir, ADAPTER_DIR), {"language": language})
-            print(f"wrote {os.path.join(run_dir, ADAPTER_DIR)} (adapter {name!r}, {language})", flush=True)
+            save_adapter(model, name, os.path.join(run_dir, RUN_ADAPTER_DIR), {"language": language})
+            print(f"wrote {os.path.join(run_dir, RUN_ADAPTER_DIR)} (adapter {name!r}, {language})", flush=True)
         return last
     finally:
         teardown()

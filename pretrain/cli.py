@@ -5,9 +5,10 @@ train      --config tiny|base|large --data DATA_DIR --out RUN_DIR [--max-steps N
 train-adapter --init RUN_OR_HF_DIR --data DATA_DIR --language xx [--out RUN_DIR] [--adapter-config language|task]
            a MAD-X language adapter: MLM on one language, the encoder frozen; AdapterHub folder in RUN_DIR/adapter
 finetune   --init RUN_OR_HF_DIR --task classify|pair|tokens --train FILE --dev FILE [--test FILE ...] --out DIR
-           [--resume]   (TSV with a header or JSONL; tokens: CoNLL or JSONL; the best dev model exported to DIR/hf)
+           [--adapter LANGUAGE_ADAPTER] [--resume]   (TSV with a header or JSONL; tokens: CoNLL or JSONL; the best
+           dev model exported to DIR/hf, or with --adapter a MAD-X task adapter to DIR/task_adapter)
 evaluate   classify --model FINETUNED --test NAME=FILE ... [--out DIR]   accuracy (tokens: entity F1) per test
-           set, table + bar chart
+           set, table + bar chart; [--language-adapter NAME=ADAPTER ...] swaps in a language adapter per test
            retrieval --model DIR --src FILE --tgt FILE [--layer N]   nearest-neighbour accuracy both ways
            sib200 --init RUN_OR_HF_DIR --sib-dir DIR --corpus CORPUS|--languages LIST [--out DIR]   fine-tune on
            SIB-200 English, zero-shot accuracy and retrieval per language (make eval)
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from pretrain.train import CONFIG_FILE, TRAIN_PRESETS, TrainConfig, train, train_config
 from toolkit import storage
@@ -109,6 +110,11 @@ def _finetune_parser(sub) -> None:
     parser.add_argument(
         "--out", required=True, help="DIR: checkpoints, best/, hf/, metrics.csv, tensorboard/, results.json"
     )
+    parser.add_argument(
+        "--adapter",
+        default=None,
+        help="MAD-X: a language adapter (folder or train-adapter run) kept fixed; a task adapter and the head train",
+    )
     parser.add_argument("--resume", action="store_true", help="continue DIR from its latest checkpoint")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     add_config_arguments(parser, FinetuneConfig)
@@ -120,10 +126,11 @@ def _finetune(args) -> int:
     from pretrain.finetune import finetune, finetune_config
 
     config_file = os.path.join(args.out, CONFIG_FILE)
-    saved = storage.read_json(config_file)["finetune"] if args.resume and os.path.exists(config_file) else {}
-    saved = {name: value for name, value in saved.items() if name != "max_steps"}
+    run = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
+    saved = {name: value for name, value in run.get("finetune", {}).items() if name != "max_steps"}
     config = finetune_config(args.config, saved, given(args))
-    finetune(config, args.init, args.train, args.dev, args.test, args.out, resume=args.resume, device=args.device)
+    adapter = args.adapter or run.get("language_adapter")
+    finetune(config, args.init, args.train, args.dev, args.test, args.out, args.resume, args.device, adapter)
     return 0
 
 
@@ -145,6 +152,12 @@ def _evaluate_parser(sub) -> None:
     classify.add_argument("--tokens-column", default="tokens", help="tokens task, JSONL: the words")
     classify.add_argument("--tags-column", default="tags", help="tokens task, JSONL: their tags")
     classify.add_argument("--out", default="out/eval", help="folder for scores.csv and scores.png")
+    classify.add_argument(
+        "--language-adapter",
+        action="append",
+        default=[],
+        help="NAME=ADAPTER: score test NAME with this language adapter under the task adapter (MAD-X), repeatable",
+    )
     sib = kinds.add_parser(
         "sib200", help="fine-tune on SIB-200 English, zero-shot accuracy and retrieval per corpus language"
     )
@@ -170,31 +183,38 @@ def _evaluate_parser(sub) -> None:
 
 def _evaluate(args) -> int:
     from pretrain import evaluate
-    from pretrain.finetune import HEAD, FinetuneConfig, metric_of
+    from pretrain.finetune import HEAD, FinetuneConfig, load_classifier, metric_of
     from pretrain.hub import from_pretrained
     from pretrain.model import head_kind
 
     if args.evaluation == "sib200":
         return _sib200(args)
-    hub = from_pretrained(args.model)
     if args.evaluation == "retrieval":
+        hub = from_pretrained(args.model)
         forward, backward = evaluate.retrieval(hub, args.src, args.tgt, args.layer)
         print(f"retrieval src->tgt {forward:.3f} tgt->src {backward:.3f}")
         return 0
-    tests = {}
-    for spec in args.test:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not path:
-            raise ValueError(f"--test {spec!r}: give NAME=FILE")
-        tests[name] = path
+    tests, adapters = named_paths(args.test, "--test"), named_paths(args.language_adapter, "--language-adapter")
+    hub = load_classifier(args.model)
     heads = hub.model.classification_heads
     task = args.task or ("tokens" if HEAD in heads and head_kind(heads[HEAD]) == "tokens" else "classify")
     columns = ("text_column", "label_column", "tokens_column", "tags_column")
     config = FinetuneConfig(task=task, **{column: getattr(args, column) for column in columns})
-    scores = evaluate.classification_scores(hub, args.model, tests, config)
+    scores = evaluate.classification_scores(hub, args.model, tests, config, adapters)
     print(evaluate.write_scores(scores, args.out, metric_of(task)))
     print(f"wrote {os.path.join(args.out, 'scores.csv')} and scores.png")
     return 0
+
+
+def named_paths(specs: List[str], option: str) -> Dict[str, str]:
+    """NAME=PATH options as a dict."""
+    out = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"{option} {spec!r}: give NAME=PATH")
+        out[name] = path
+    return out
 
 
 def main(argv: Optional[List[str]] = None) -> int:

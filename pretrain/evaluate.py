@@ -11,8 +11,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.nn.functional as F
 
+from pretrain.adapter_files import adapter_folder, load_adapter
 from pretrain.finetune import (
     HEAD,
+    TASK_ADAPTER,
     FinetuneConfig,
     check_labels,
     collate,
@@ -81,10 +83,22 @@ def retrieval(hub: XLMRHub, source_file: str, target_file: str, layer: Optional[
 
 
 def classification_scores(
-    hub: XLMRHub, model_dir: str, tests: Dict[str, str], config: FinetuneConfig
+    hub: XLMRHub,
+    model_dir: str,
+    tests: Dict[str, str],
+    config: FinetuneConfig,
+    language_adapters: Optional[Dict[str, str]] = None,
 ) -> List[Tuple[str, float, int]]:
     """(name, score, examples) per test file of a fine-tuned classifier, best first: accuracy,
-    or entity F1 for a token classifier (``config.task`` tokens)."""
+    or entity F1 for a token classifier (``config.task`` tokens). ``language_adapters``: test
+    name -> adapter folder, swapped in under the task adapter for that test (MAD-X)."""
+    language_adapters = language_adapters or {}
+    trained_stack = hub.model.active_adapters
+    if language_adapters and TASK_ADAPTER not in trained_stack:
+        raise ValueError(f"{model_dir} has no task adapter: --language-adapter needs a model fine-tuned with --adapter")
+    unknown = sorted(set(language_adapters) - set(tests))
+    if unknown:
+        raise ValueError(f"--language-adapter {unknown[0]}: no --test of that name")
     labels = labels_of(model_dir)
     if labels is None or HEAD not in hub.model.classification_heads:
         raise ValueError(f"{model_dir} is not a classifier: fine-tune it first (python -m pretrain finetune)")
@@ -96,7 +110,13 @@ def classification_scores(
         examples = read_examples(path, config)
         check_labels(path, examples, labels, "labels the classifier does not know")
         rows = encode_rows(hub.tokenizer, examples, labels, config, hub.model.config.max_tokens)
+        if name in language_adapters:
+            swapped = load_adapter(hub.model, adapter_folder(language_adapters[name]), f"language-{name}")
+            hub.model.set_active_adapters(swapped, TASK_ADAPTER)
         _, score = evaluate(hub.model, examples, rows, labels, config, hub.device)
+        if name in language_adapters:
+            hub.model.remove_adapter(swapped)
+            hub.model.set_active_adapters(*trained_stack)
         scores.append((name, score, len(examples)))
     return sorted(scores, key=lambda score: (-score[1], score[0]))
 

@@ -19,15 +19,17 @@ import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 
 from pretrain import checkpoint
+from pretrain.adapter_files import adapter_folder, load_adapter, save_adapter
+from pretrain.adapters import adapter_config
 from pretrain.dist import Dist, setup, teardown
 from pretrain.export import HF_HEAD_NAME, export_hf
-from pretrain.hub import load_run
+from pretrain.hub import XLMRHub, from_pretrained, load_run
 from pretrain.metrics import entity_scores
 from pretrain.model import PAD, XLMRModel, load_weights
 from pretrain.train import CONFIG_FILE, PRECISIONS, MetricsLog, autocast, make_optimizer
@@ -39,7 +41,7 @@ TASKS = ("classify", "pair", "tokens")
 HEAD = HF_HEAD_NAME  # the head's name here and in an exported or imported HF classifier
 FIELDS = ["step", "split", "language", "epoch", "loss", "accuracy", "f1", "lr"]  # metrics.csv; language: the test file
 IGNORED = -100  # the target of a piece that is not a word's first (and of padding): no loss, no prediction
-BEST_DIR, HF_DIR, RESULTS_FILE = "best", "hf", "results.json"
+BEST_DIR, HF_DIR, RESULTS_FILE, TASK_ADAPTER_DIR = "best", "hf", "results.json", "task_adapter"
 
 
 @dataclass(frozen=True)
@@ -360,8 +362,11 @@ def finetune(
     out: str,
     resume: bool = False,
     device: str = "auto",
+    language_adapter: Optional[str] = None,
 ) -> Dict:
-    """Fine-tune (or resume) into ``out``; returns the results written to ``OUT/results.json``."""
+    """Fine-tune (or resume) into ``out``; returns the results written to ``OUT/results.json``.
+    With ``language_adapter`` (an adapter folder or train-adapter run), MAD-X: a task adapter and
+    the head train on top of that fixed language adapter, everything else frozen."""
     latest = checkpoint.latest(out)
     if latest and not resume:
         raise FileExistsError(f"{out} already holds checkpoints: pass --resume to continue it, or choose another --out")
@@ -370,12 +375,13 @@ def finetune(
         teardown()
         raise ValueError("fine-tuning runs in one process")
     try:
-        return _finetune(config, init, train_file, dev_file, test_files, out, latest if resume else None, dist)
+        resume_from = latest if resume else None
+        return _finetune(config, init, train_file, dev_file, test_files, out, resume_from, dist, language_adapter)
     finally:
         teardown()
 
 
-def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, dist: Dist) -> Dict:
+def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, dist: Dist, language_adapter) -> Dict:
     train_set, dev_set = read_examples(train_file, config), read_examples(dev_file, config)
     tests = {path: read_examples(path, config) for path in test_files}
     labels = label_set(train_set, {dev_file: dev_set, **tests})
@@ -396,7 +402,11 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
     model = XLMRModel(model_cfg)
     load_weights(model, state)
     model.register_classification_head(HEAD, len(labels), head_kind_of(config.task))  # as many classes as HF's
-    freeze(model, config)
+    if language_adapter:
+        attach_task_adapter(model, language_adapter)
+    else:
+        freeze(model, config)
+    trained = trained_weights(model) if language_adapter else lambda: None
     model.to(dist.device).train()
     optimizer = make_optimizer(model, config)
     scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
@@ -419,6 +429,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
             "model": model_cfg.to_dict(),
             "train": train_file,
             "dev": dev_file,
+            "language_adapter": language_adapter,
         },
     )
     storage.copy_file(sentencepiece_model, os.path.join(out, "tokenizer", "sentencepiece.model"))
@@ -459,7 +470,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
             print(f"epoch {epoch}: dev loss {dev_loss:.4f}, {metric} {score:.4f}", flush=True)
             if score > best[metric]:
                 best = {metric: score, "epoch": epoch, "stale": 0}
-                _save_best(model, os.path.join(out, BEST_DIR))
+                _save_best(model, os.path.join(out, BEST_DIR), trained())
             else:
                 best = {**best, "stale": best["stale"] + 1}
                 stopped = bool(config.patience) and best["stale"] >= config.patience
@@ -470,7 +481,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
                 "config": asdict(config),
                 "model": model_cfg.to_dict(),
             }
-            checkpoint.save(out, step, dist, model, optimizer, run_state, {}, config.keep_checkpoints)
+            checkpoint.save(out, step, dist, model, optimizer, run_state, {}, config.keep_checkpoints, trained())
     progress.close()
     log.close()
     if step < total and not stopped:
@@ -479,17 +490,43 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
     return _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, config, dist, best, step)
 
 
-def _save_best(model: XLMRModel, path: str) -> None:
+def _save_best(model: XLMRModel, path: str, weights: Optional[Dict[str, torch.Tensor]]) -> None:
     with storage.atomic_path(path) as tmp:
         os.makedirs(tmp)
-        checkpoint.save_model(model, tmp)
+        checkpoint.save_model(model, tmp, weights=weights)
+
+
+TASK_ADAPTER = "task"  # the name of a MAD-X task adapter, here and in OUT/task_adapter
+
+
+def attach_task_adapter(model: XLMRModel, language_adapter: str) -> str:
+    """Load ``language_adapter`` (fixed) and add a task adapter (the ``task`` preset) above it;
+    only the task adapter and the head train. Returns the language adapter's name."""
+    language = load_adapter(model, adapter_folder(language_adapter))
+    model.add_adapter(TASK_ADAPTER, adapter_config("task"))
+    model.train_only_adapter(TASK_ADAPTER)
+    model.classification_heads[HEAD].requires_grad_(True)
+    model.set_active_adapters(language, TASK_ADAPTER)
+    return language
+
+
+def trained_weights(model: XLMRModel) -> Callable[[], Dict[str, torch.Tensor]]:
+    """What a checkpoint of a model with frozen parts holds: the weights that train."""
+    names = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
+    return lambda: {name: tensor for name, tensor in model.state_dict().items() if name in names}
 
 
 def _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, config, dist, best, step) -> Dict:
     """The best dev model: exported to OUT/hf, scored on the test files, results.json written."""
-    model.load_state_dict(checkpoint.load_model(os.path.join(out, BEST_DIR)))
-    head = (HEAD, head_kind_of(config.task))
-    export_hf(model.state_dict(), model_cfg, sentencepiece_model, os.path.join(out, HF_DIR), head, labels)
+    if TASK_ADAPTER in model.adapter_configs:  # HF's classifiers hold no adapters: the AdapterHub folder
+        model.load_state_dict(checkpoint.load_model(os.path.join(out, BEST_DIR)), strict=False)
+        save_adapter(model, TASK_ADAPTER, os.path.join(out, TASK_ADAPTER_DIR))
+        written = TASK_ADAPTER_DIR
+    else:
+        written = HF_DIR
+        model.load_state_dict(checkpoint.load_model(os.path.join(out, BEST_DIR)))
+        head = (HEAD, head_kind_of(config.task))
+        export_hf(model.state_dict(), model_cfg, sentencepiece_model, os.path.join(out, HF_DIR), head, labels)
     metric = metric_of(config.task)
     results = {"step": step, "metric": metric, "best_dev": best, "labels": labels, "test": {}}
     for path, examples in tests.items():
@@ -498,7 +535,7 @@ def _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, 
         print(f"test {path}: {metric} {score:.4f} ({len(examples)} examples)", flush=True)
     storage.write_json(os.path.join(out, RESULTS_FILE), results)
     print(
-        f"best dev {metric} {best[metric]:.4f} (epoch {best['epoch']}); wrote {os.path.join(out, HF_DIR)}",
+        f"best dev {metric} {best[metric]:.4f} (epoch {best['epoch']}); wrote {os.path.join(out, written)}",
         flush=True,
     )
     return results
@@ -516,3 +553,19 @@ def labels_of(init: str) -> Optional[List[str]]:
     ):
         return [saved["id2label"][str(i)] for i in range(len(saved["id2label"]))]
     return saved.get("labels")
+
+
+def load_classifier(path: str, device: Optional[str] = None) -> XLMRHub:
+    """A fine-tuned classifier for evaluation: a fine-tuning run or an HF classifier folder; a
+    run with a task adapter is rebuilt from its encoder, its language adapter and its best weights."""
+    config_file = os.path.join(path, CONFIG_FILE)
+    saved = storage.read_json(config_file) if os.path.exists(config_file) else {}
+    if not saved.get("language_adapter"):
+        return from_pretrained(path, device)
+    model_cfg, state, sentencepiece_model = load_run(saved["init"])
+    model = XLMRModel(model_cfg)
+    load_weights(model, state)
+    model.register_classification_head(HEAD, len(saved["labels"]), head_kind_of(saved["finetune"]["task"]))
+    attach_task_adapter(model, saved["language_adapter"])
+    model.load_state_dict(checkpoint.load_model(os.path.join(path, BEST_DIR)), strict=False)
+    return XLMRHub(model.to(device or "cpu"), XLMRTokenizer(sentencepiece_model))

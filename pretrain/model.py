@@ -184,9 +184,9 @@ class XLMRModel(nn.Module):
         self.train(self.training)
 
     def remove_adapter(self, name: str) -> None:
-        for layer in self.layers:
-            layer.output_adapters.pop(name, None)
-        self.invertible_adapters.pop(name, None)
+        for modules in (*(layer.output_adapters for layer in self.layers), self.invertible_adapters):
+            if name in modules:
+                del modules[name]
         self.adapter_configs.pop(name, None)
         self.active_adapters = tuple(active for active in self.active_adapters if active != name)
 

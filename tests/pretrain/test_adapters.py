@@ -255,3 +255,63 @@ def test_train_adapter_needs_a_language_the_data_has(trained_run, data_dir, tmp_
     argv = ["train-adapter", "--init", trained_run, "--data", data_dir, "--language", "sw", "--out", str(tmp_path)]
     assert main(argv) == 2
     assert "has no blocks of sw (it has el, en, ru)" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def language_adapters(trained_run, data_dir, tmp_path_factory):
+    """Adapter runs for el and ru, 20 steps each, on the trained run."""
+    root = tmp_path_factory.mktemp("language-adapters")
+    for language in ("el", "ru"):
+        argv = ["--language", language, "--out", str(root / language)]
+        assert run_train_adapter(trained_run, data_dir, root / "unused", *argv) == 0
+    return {language: str(root / language) for language in ("el", "ru")}
+
+
+def finetune_with_adapter(trained_run, task, out, adapter, *flags):
+    argv = ["finetune", "--init", trained_run, "--train", task["train"], "--dev", task["dev"], "--test", task["test"]]
+    return main([*argv, "--out", str(out), "--adapter", adapter, "--epochs", "4", "--lr", "5e-3", *flags])
+
+
+def test_a_task_adapter_trains_on_a_fixed_language_adapter_and_learns(trained_run, task, language_adapters, tmp_path):
+    assert finetune_with_adapter(trained_run, task, tmp_path / "ft", language_adapters["el"]) == 0
+    results = json.loads((tmp_path / "ft" / "results.json").read_text())
+    assert results["test"][task["test"]]["accuracy"] >= 0.6  # the majority class: 0.4
+    best = load_file(tmp_path / "ft" / "best" / checkpoint.MODEL_FILE)
+    assert best and all(".output_adapters.task." in key or key.startswith("classification_heads.") for key in best)
+    assert (
+        json.loads((tmp_path / "ft" / "task_adapter" / "adapter_config.json").read_text())["config"]["reduction_factor"]
+        == 16.0
+    )
+    assert not (tmp_path / "ft" / "hf").exists()
+    # Cut and resumed: the same best weights, bit for bit.
+    assert finetune_with_adapter(trained_run, task, tmp_path / "cut", language_adapters["el"], "--max-steps", "20") == 0
+    assert main(["finetune", "--init", trained_run, "--train", task["train"], "--dev", task["dev"], "--test", task["test"],
+                 "--out", str(tmp_path / "cut"), "--epochs", "4", "--lr", "5e-3", "--resume"]) == 0  # fmt: skip
+    resumed = load_file(tmp_path / "cut" / "best" / checkpoint.MODEL_FILE)
+    assert best.keys() == resumed.keys() and all(torch.equal(best[key], resumed[key]) for key in best)
+
+
+def test_evaluate_swaps_the_language_adapter_per_test_set(trained_run, task, language_adapters, tmp_path, capsys):
+    assert finetune_with_adapter(trained_run, task, tmp_path / "ft", language_adapters["el"]) == 0
+    results = json.loads((tmp_path / "ft" / "results.json").read_text())
+    capsys.readouterr()
+    argv = ["evaluate", "classify", "--model", str(tmp_path / "ft"), "--out", str(tmp_path / "eval")]
+    tests = ["--test", f"same={task['test']}", "--test", f"swapped={task['test']}"]
+    assert main([*argv, *tests, "--language-adapter", f"swapped={language_adapters['ru']}"]) == 0
+    scores = dict(line.split(",")[:2] for line in (tmp_path / "eval" / "scores.csv").read_text().splitlines()[1:])
+    assert float(scores["same"]) == pytest.approx(results["test"][task["test"]]["accuracy"], abs=1e-4)
+    from pretrain.finetune import FinetuneConfig, encode_rows, evaluate, load_classifier, read_examples
+
+    hub = load_classifier(str(tmp_path / "ft"))
+    ids = hub.encode("αβγ δεζ")[None]
+    trained = hub.model.classify(ids, "classifier")
+    load_adapter(hub.model, os.path.join(language_adapters["ru"], "adapter"), "other")
+    hub.model.set_active_adapters("other", "task")
+    assert not torch.allclose(hub.model.classify(ids, "classifier"), trained)  # the swap changes what is computed
+    config = FinetuneConfig()
+    examples = read_examples(task["test"], config)
+    rows = encode_rows(hub.tokenizer, examples, results["labels"], config, hub.model.config.max_tokens)
+    _, swapped = evaluate(hub.model, examples, rows, results["labels"], config, "cpu")
+    assert float(scores["swapped"]) == pytest.approx(swapped, abs=1e-4)
+    assert main([*argv, *tests, "--language-adapter", "nowhere=x"]) == 2
+    assert "--language-adapter nowhere: no --test of that name" in capsys.readouterr().err
