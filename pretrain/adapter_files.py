@@ -19,9 +19,10 @@ import re
 from typing import Dict, Optional, Tuple
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from pretrain.adapters import ACTIVATIONS, AdapterConfig
+from pretrain.export import read_weights
 from pretrain.model import XLMRModel
 from toolkit import storage
 
@@ -210,14 +211,7 @@ def read_adapter(folder: str) -> Tuple[Dict, Dict[str, torch.Tensor]]:
     config_file = os.path.join(folder, CONFIG_NAME)
     if not os.path.exists(config_file):
         raise FileNotFoundError(f"{folder}: no {CONFIG_NAME} (an adapter folder as AdapterHub saves it)")
-    saved = storage.read_json(config_file)
-    if os.path.exists(os.path.join(folder, SAFE_WEIGHTS_NAME)):
-        weights = load_file(os.path.join(folder, SAFE_WEIGHTS_NAME))
-    elif os.path.exists(os.path.join(folder, WEIGHTS_NAME)):
-        weights = torch.load(os.path.join(folder, WEIGHTS_NAME), map_location="cpu", weights_only=True)
-    else:
-        raise FileNotFoundError(f"{folder}: no {SAFE_WEIGHTS_NAME} or {WEIGHTS_NAME}")
-    return saved, weights
+    return storage.read_json(config_file), read_weights(folder, SAFE_WEIGHTS_NAME, WEIGHTS_NAME)
 
 
 def load_adapter(model: XLMRModel, folder: str, name: Optional[str] = None) -> str:

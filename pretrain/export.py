@@ -176,13 +176,16 @@ def load_hf(hf_dir: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor]]:
     """(config, state dict in this model's names) of an HF XLM-R folder (safetensors or .bin)."""
     with open(os.path.join(hf_dir, "config.json")) as handle:
         config = config_from_hf(json.load(handle))
-    if os.path.exists(os.path.join(hf_dir, HF_WEIGHTS)):
-        state = load_file(os.path.join(hf_dir, HF_WEIGHTS))
-    elif os.path.exists(os.path.join(hf_dir, HF_TORCH_WEIGHTS)):
-        state = torch.load(os.path.join(hf_dir, HF_TORCH_WEIGHTS), map_location="cpu", weights_only=True)
-    else:
-        raise FileNotFoundError(f"{hf_dir}: no {HF_WEIGHTS} or {HF_TORCH_WEIGHTS}")
-    return config, from_hf(state, config)
+    return config, from_hf(read_weights(hf_dir, HF_WEIGHTS, HF_TORCH_WEIGHTS), config)
+
+
+def read_weights(folder: str, safetensors_name: str, torch_name: str) -> Dict[str, torch.Tensor]:
+    """The tensors of ``folder``'s safetensors file, else of its torch file (tensors only)."""
+    if os.path.exists(os.path.join(folder, safetensors_name)):
+        return load_file(os.path.join(folder, safetensors_name))
+    if os.path.exists(os.path.join(folder, torch_name)):
+        return torch.load(os.path.join(folder, torch_name), map_location="cpu", weights_only=True)
+    raise FileNotFoundError(f"{folder}: no {safetensors_name} or {torch_name}")
 
 
 def export_hf(
