@@ -17,6 +17,7 @@ invertible blocks on the embeddings, added by name, used as the active stack.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -88,10 +89,25 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(config.hidden, 3 * config.hidden)  # one matmul for q, k and v
         self.out = nn.Linear(config.hidden, config.hidden)
 
-    def forward(self, x: torch.Tensor, attend: Optional[torch.Tensor]) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, attend: Optional[torch.Tensor], scores: Optional[List[torch.Tensor]] = None
+    ) -> torch.Tensor:
+        """``scores``: a list to append this layer's attention scores to (before the softmax,
+        [batch, heads, length, length], 0 at padded keys as TinyBERT compares them); computed
+        then without the fused kernel."""
         batch, length, hidden = x.shape
         q, k, v = self.qkv(x).view(batch, length, 3, self.heads, hidden // self.heads).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=self.dropout if self.training else 0.0)
+        dropout = self.dropout if self.training else 0.0
+        if scores is None:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=dropout)
+        else:
+            logits = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))
+            if attend is not None:
+                scores.append(logits.masked_fill(~attend, 0.0))
+                logits = logits.masked_fill(~attend, float("-inf"))
+            else:
+                scores.append(logits)
+            y = F.dropout(logits.softmax(-1), dropout, self.training) @ v
         return self.out(y.transpose(1, 2).reshape(batch, length, hidden))
 
 
@@ -109,8 +125,14 @@ class Layer(nn.Module):
 
         self.output_adapters = nn.ModuleDict()  # bottleneck adapters by name (pretrain.adapters)
 
-    def forward(self, x: torch.Tensor, attend: Optional[torch.Tensor], adapters: Sequence[str] = ()) -> torch.Tensor:
-        x = self.attention_norm(x + self.dropout(self.attention(x, attend)))
+    def forward(
+        self,
+        x: torch.Tensor,
+        attend: Optional[torch.Tensor],
+        adapters: Sequence[str] = (),
+        scores: Optional[List[torch.Tensor]] = None,
+    ) -> torch.Tensor:
+        x = self.attention_norm(x + self.dropout(self.attention(x, attend, scores)))
         h = self.dropout(self.fc2(F.gelu(self.fc1(x))))
         for name in adapters:  # AdapterHub's seq_bn, stacked: each reads LN(h + x) and adds to h
             if name in self.output_adapters:
@@ -261,9 +283,15 @@ class XLMRModel(nn.Module):
             with torch.no_grad():
                 module.weight[module.padding_idx].zero_()
 
-    def features(self, tokens: torch.Tensor, return_all_hiddens: bool = False) -> List[torch.Tensor]:
+    def features(
+        self,
+        tokens: torch.Tensor,
+        return_all_hiddens: bool = False,
+        attention_scores: Optional[List[torch.Tensor]] = None,
+    ) -> List[torch.Tensor]:
         """Hidden states [batch, length, hidden]: the last layer's, or the embeddings' and every
-        layer's when ``return_all_hiddens``."""
+        layer's when ``return_all_hiddens``. ``attention_scores``: a list that gets every layer's
+        attention scores (for distillation)."""
         if tokens.size(1) > self.config.max_tokens:
             raise ValueError(f"sequence of {tokens.size(1)} tokens; the model holds {self.config.max_tokens}")
         padded = tokens.eq(PAD)
@@ -275,7 +303,7 @@ class XLMRModel(nn.Module):
             x = invertible(x)
         hiddens = [x]
         for layer in self.layers:
-            x = layer(x, attend, self.active_adapters)
+            x = layer(x, attend, self.active_adapters, attention_scores)
             hiddens.append(x)
         return hiddens if return_all_hiddens else [x]
 
