@@ -26,8 +26,8 @@ from safetensors.torch import load_file, save_file
 from pretrain.adapter_files import load_adapter, save_adapter
 from pretrain.adapters import adapter_config
 from pretrain.export import hf_config, to_hf
-from pretrain.hub import load_run
-from pretrain.model import XLMRModel, load_weights, model_config
+from pretrain.hub import load_model
+from pretrain.model import XLMRModel, model_config
 from toolkit import storage
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,12 +38,7 @@ TOLERANCE = 1e-4
 
 def base_model(init: str | None) -> XLMRModel:
     torch.manual_seed(0)
-    if init:
-        model_cfg, state, _ = load_run(init)
-        model = XLMRModel(model_cfg)
-        load_weights(model, state)
-    else:
-        model = XLMRModel(model_config("tiny", 5000, **SMALL))
+    model = load_model(init)[0] if init else XLMRModel(model_config("tiny", 5000, **SMALL))
     return model.eval()
 
 

@@ -144,16 +144,15 @@ _HUB_LAYER_KEY = re.compile(r"^(?:roberta\.)?encoder\.layer\.(\d+)\.output\.adap
 _HUB_INVERTIBLE_KEY = re.compile(r"^(?:roberta\.)?invertible_adapters\.([^.]+)\.(.+)$")
 
 
-def to_adapterhub_keys(weights: Dict[str, torch.Tensor], name: str, saved_name: str) -> Dict[str, torch.Tensor]:
-    """The model's adapter weights (``XLMRModel.adapter_weights``) under the library's keys."""
+def to_adapterhub_keys(weights: Dict[str, torch.Tensor], name: str) -> Dict[str, torch.Tensor]:
+    """Adapter ``name``'s weights (``XLMRModel.adapter_weights``) under the library's keys."""
     out = {}
     for key, tensor in weights.items():
         layer = _LAYER_KEY.match(key)
         if layer:
-            out[f"roberta.encoder.layer.{layer.group(1)}.output.adapters.{saved_name}.{layer.group(3)}"] = tensor
+            out[f"roberta.encoder.layer.{layer.group(1)}.output.adapters.{name}.{layer.group(3)}"] = tensor
         else:
-            rest = key[len(f"invertible_adapters.{name}.") :]
-            out[f"roberta.invertible_adapters.{saved_name}.{rest}"] = tensor
+            out[f"roberta.{key}"] = tensor  # invertible_adapters.{name}.F.0.weight ...
     return out
 
 
@@ -176,7 +175,7 @@ def save_adapter(model: XLMRModel, name: str, folder: str, extra: Optional[Dict]
     config = model.adapter_configs[name]
     weights = {
         key: tensor.detach().cpu().contiguous()
-        for key, tensor in to_adapterhub_keys(model.adapter_weights(name), name, name).items()
+        for key, tensor in to_adapterhub_keys(model.adapter_weights(name), name).items()
     }
     content = {
         "config": adapterhub_config(config),

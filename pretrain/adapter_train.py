@@ -20,24 +20,22 @@ from pretrain.adapter_files import RUN_ADAPTER_DIR, save_adapter
 from pretrain.adapters import AdapterConfig
 from pretrain.data import read_manifest
 from pretrain.dist import setup, teardown
-from pretrain.hub import load_run
-from pretrain.model import XLMRModel, load_weights
+from pretrain.hub import load_model
+from pretrain.model import XLMRModel
 from pretrain.train import (
     TrainConfig,
     check_data_fits,
     make_optimizer,
     mlm_loop,
     prepare_run_dir,
-    resume,
+    restore,
     training_data,
 )
 
 
 def base_with_adapter(init: str, name: str, config: AdapterConfig) -> XLMRModel:
     """The encoder of ``init`` with a new adapter ``name``, the only part left to train, active."""
-    model_cfg, state, _ = load_run(init)
-    model = XLMRModel(model_cfg)
-    load_weights(model, state)
+    model, _ = load_model(init)
     model.add_adapter(name, config)
     model.train_only_adapter(name)
     model.set_active_adapters(name)
@@ -52,14 +50,14 @@ def train_adapter(
     language: str,
     run_dir: str,
     name: Optional[str] = None,
-    resume_run: bool = False,
+    resume: bool = False,
     device: str = "auto",
 ) -> Dict:
     """Train (or resume) adapter ``name`` (default: the language code) on ``language``'s blocks;
     returns the last training and evaluation figures."""
     manifest = read_manifest(data_dir)
     resume_from = checkpoint.latest(run_dir)
-    if resume_from and not resume_run:
+    if resume_from and not resume:
         raise FileExistsError(
             f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
         )
@@ -72,12 +70,11 @@ def train_adapter(
         model.to(dist.device)
         optimizer = make_optimizer(model, config)
         stream, heldout = training_data(data_dir, config, dist, [language])
-        scaler, step, skipped = resume(resume_from if resume_run else None, config, dist, model, optimizer, stream)
+        scaler, step, skipped = restore(resume_from if resume else None, config, dist, model, optimizer, stream)
         if dist.is_main:
             about = {"init": init, "language": language, "name": name, "config": asdict(adapter)}
             prepare_run_dir(run_dir, config, model.config, data_dir, manifest, {"adapter": about})
-        weights = lambda: model.adapter_weights(name)
-        last = mlm_loop(model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped, weights)
+        last = mlm_loop(model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped, True)
         if dist.is_main:
             save_adapter(model, name, os.path.join(run_dir, RUN_ADAPTER_DIR), {"language": language})
             print(f"wrote {os.path.join(run_dir, RUN_ADAPTER_DIR)} (adapter {name!r}, {language})", flush=True)

@@ -56,10 +56,11 @@ def save(
     state: Dict,
     data_state: Dict,
     keep: int = 2,
-    weights: Optional[Dict[str, torch.Tensor]] = None,
+    trainable_only: bool = False,
 ) -> str:
     """Write the checkpoint of ``step`` (every rank calls this); keep the newest ``keep``.
-    ``weights``: only these of the model's (an adapter's), the rest coming from where the run started."""
+    ``trainable_only``: the weights that train (an adapter's), the frozen rest coming from where
+    the run started."""
     final = checkpoint_dir(run_dir, step)
     tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp")
     if dist.is_main:
@@ -70,9 +71,9 @@ def save(
     torch.save(rng_state(dist.device), os.path.join(tmp, f"rank{dist.rank}.rng.pt"))
     dist.barrier()
     if dist.is_main:
-        save_model(model, tmp, metadata={"step": str(step)}, weights=weights)
+        save_model(model, tmp, metadata={"step": str(step)}, trainable_only=trainable_only)
         torch.save(optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
-        run_state = {**state, "step": step, "world_size": dist.world_size, "partial": weights is not None}
+        run_state = {**state, "step": step, "world_size": dist.world_size, "partial": trainable_only}
         storage.write_json(os.path.join(tmp, STATE_FILE), run_state)
         storage.publish(tmp, final)  # the same step saved again (a rerun) is replaced
         _prune(run_dir, keep)
@@ -84,12 +85,17 @@ def save_model(
     model: torch.nn.Module,
     folder: str,
     metadata: Optional[Dict[str, str]] = None,
-    weights: Optional[Dict[str, torch.Tensor]] = None,
+    trainable_only: bool = False,
 ) -> None:
-    """The model's weights (or ``weights``) as ``folder/model.safetensors``."""
-    weights = model.state_dict() if weights is None else weights
-    tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in weights.items()}
+    """The model's weights (those that train, with ``trainable_only``) as ``folder/model.safetensors``."""
+    weights = model.state_dict()
+    kept = trainable_names(model) if trainable_only else weights
+    tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in weights.items() if name in kept}
     save_file(tensors, os.path.join(folder, MODEL_FILE), metadata=metadata)
+
+
+def trainable_names(model: torch.nn.Module) -> set:
+    return {name for name, parameter in model.named_parameters() if parameter.requires_grad}
 
 
 def _prune(run_dir: str, keep: int) -> None:
@@ -118,7 +124,7 @@ def load(path: str, dist: Dist, model: torch.nn.Module, optimizer: torch.optim.O
         )
     if state.get("partial"):  # the trained weights only: every trainable one, nothing unknown
         missing, unexpected = model.load_state_dict(load_model(path), strict=False)
-        trainable = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
+        trainable = trainable_names(model)
         if unexpected or trainable & set(missing):
             raise ValueError(
                 f"{path} does not fit the model: missing {sorted(trainable & set(missing))[:3]}, unexpected {unexpected[:3]}"

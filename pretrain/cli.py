@@ -80,8 +80,7 @@ def _train_adapter(args) -> int:
     init, language = args.init or about.get("init"), args.language or about.get("language")
     if not init or not language or not out:
         raise ValueError("give --init and --language (or --resume an adapter run with --out)")
-    resumed = {name: value for name, value in saved.get("train", {}).items() if name != "max_steps"}
-    config = train_config(args.config, resumed, given(args))
+    config = train_config(args.config, without_max_steps(saved.get("train", {})), given(args))
     adapter = adapter_config(args.adapter_config, about.get("config", {}), given(args, ADAPTER_FLAGS))
     name = args.name or about.get("name")
     result = train_adapter(config, adapter, init, args.data, language, out, name, args.resume, args.device)
@@ -127,8 +126,7 @@ def _finetune(args) -> int:
 
     config_file = os.path.join(args.out, CONFIG_FILE)
     run = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
-    saved = {name: value for name, value in run.get("finetune", {}).items() if name != "max_steps"}
-    config = finetune_config(args.config, saved, given(args))
+    config = finetune_config(args.config, without_max_steps(run.get("finetune", {})), given(args))
     adapter = args.adapter or run.get("language_adapter")
     finetune(config, args.init, args.train, args.dev, args.test, args.out, args.resume, args.device, adapter)
     return 0
@@ -204,6 +202,11 @@ def _evaluate(args) -> int:
     print(evaluate.write_scores(scores, args.out, metric_of(task)))
     print(f"wrote {os.path.join(args.out, 'scores.csv')} and scores.png")
     return 0
+
+
+def without_max_steps(saved: Dict) -> Dict:
+    """A resumed run's saved config, but its --max-steps: that cut only the run before."""
+    return {name: value for name, value in saved.items() if name != "max_steps"}
 
 
 def named_paths(specs: List[str], option: str) -> Dict[str, str]:

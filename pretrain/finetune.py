@@ -19,7 +19,7 @@ import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +29,7 @@ from pretrain.adapter_files import adapter_folder, load_adapter, save_adapter
 from pretrain.adapters import adapter_config
 from pretrain.dist import Dist, setup, teardown
 from pretrain.export import HF_HEAD_NAME, export_hf
-from pretrain.hub import XLMRHub, from_pretrained, load_run
+from pretrain.hub import XLMRHub, from_pretrained, load_model, load_run
 from pretrain.metrics import entity_scores
 from pretrain.model import PAD, XLMRModel, load_weights
 from pretrain.train import CONFIG_FILE, PRECISIONS, MetricsLog, autocast, make_optimizer
@@ -406,7 +406,6 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
         attach_task_adapter(model, language_adapter)
     else:
         freeze(model, config)
-    trained = trained_weights(model) if language_adapter else lambda: None
     model.to(dist.device).train()
     optimizer = make_optimizer(model, config)
     scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
@@ -470,7 +469,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
             print(f"epoch {epoch}: dev loss {dev_loss:.4f}, {metric} {score:.4f}", flush=True)
             if score > best[metric]:
                 best = {metric: score, "epoch": epoch, "stale": 0}
-                _save_best(model, os.path.join(out, BEST_DIR), trained())
+                _save_best(model, os.path.join(out, BEST_DIR), bool(language_adapter))
             else:
                 best = {**best, "stale": best["stale"] + 1}
                 stopped = bool(config.patience) and best["stale"] >= config.patience
@@ -481,7 +480,8 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
                 "config": asdict(config),
                 "model": model_cfg.to_dict(),
             }
-            checkpoint.save(out, step, dist, model, optimizer, run_state, {}, config.keep_checkpoints, trained())
+            keep, partial = config.keep_checkpoints, bool(language_adapter)
+            checkpoint.save(out, step, dist, model, optimizer, run_state, {}, keep, partial)
     progress.close()
     log.close()
     if step < total and not stopped:
@@ -490,10 +490,10 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
     return _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, config, dist, best, step)
 
 
-def _save_best(model: XLMRModel, path: str, weights: Optional[Dict[str, torch.Tensor]]) -> None:
+def _save_best(model: XLMRModel, path: str, trainable_only: bool) -> None:
     with storage.atomic_path(path) as tmp:
         os.makedirs(tmp)
-        checkpoint.save_model(model, tmp, weights=weights)
+        checkpoint.save_model(model, tmp, trainable_only=trainable_only)
 
 
 TASK_ADAPTER = "task"  # the name of a MAD-X task adapter, here and in OUT/task_adapter
@@ -510,21 +510,15 @@ def attach_task_adapter(model: XLMRModel, language_adapter: str) -> str:
     return language
 
 
-def trained_weights(model: XLMRModel) -> Callable[[], Dict[str, torch.Tensor]]:
-    """What a checkpoint of a model with frozen parts holds: the weights that train."""
-    names = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
-    return lambda: {name: tensor for name, tensor in model.state_dict().items() if name in names}
-
-
 def _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, config, dist, best, step) -> Dict:
     """The best dev model: exported to OUT/hf, scored on the test files, results.json written."""
-    if TASK_ADAPTER in model.adapter_configs:  # HF's classifiers hold no adapters: the AdapterHub folder
-        model.load_state_dict(checkpoint.load_model(os.path.join(out, BEST_DIR)), strict=False)
+    with_adapter = TASK_ADAPTER in model.adapter_configs  # best/ holds the task adapter and the head
+    model.load_state_dict(checkpoint.load_model(os.path.join(out, BEST_DIR)), strict=not with_adapter)
+    if with_adapter:  # HF's classifiers hold no adapters: the AdapterHub folder
         save_adapter(model, TASK_ADAPTER, os.path.join(out, TASK_ADAPTER_DIR))
         written = TASK_ADAPTER_DIR
     else:
         written = HF_DIR
-        model.load_state_dict(checkpoint.load_model(os.path.join(out, BEST_DIR)))
         head = (HEAD, head_kind_of(config.task))
         export_hf(model.state_dict(), model_cfg, sentencepiece_model, os.path.join(out, HF_DIR), head, labels)
     metric = metric_of(config.task)
@@ -562,9 +556,7 @@ def load_classifier(path: str, device: Optional[str] = None) -> XLMRHub:
     saved = storage.read_json(config_file) if os.path.exists(config_file) else {}
     if not saved.get("language_adapter"):
         return from_pretrained(path, device)
-    model_cfg, state, sentencepiece_model = load_run(saved["init"])
-    model = XLMRModel(model_cfg)
-    load_weights(model, state)
+    model, sentencepiece_model = load_model(saved["init"])
     model.register_classification_head(HEAD, len(saved["labels"]), head_kind_of(saved["finetune"]["task"]))
     attach_task_adapter(model, saved["language_adapter"])
     model.load_state_dict(checkpoint.load_model(os.path.join(path, BEST_DIR)), strict=False)

@@ -100,9 +100,15 @@ def load_run(path: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor], str]:
     return model_cfg, checkpoint.load_model(ckpt), os.path.join(run_dir, "tokenizer", "sentencepiece.model")
 
 
-def from_pretrained(path: str, device: Optional[str] = None) -> XLMRHub:
-    """A run folder (its latest checkpoint), one checkpoint folder, or a Hugging Face folder."""
+def load_model(path: str) -> Tuple[XLMRModel, str]:
+    """(the model with the heads it holds, its SentencePiece model path) of what ``load_run`` reads."""
     model_cfg, state, sp_model = load_run(path)
     model = XLMRModel(model_cfg)
     load_weights(model, state)
+    return model, sp_model
+
+
+def from_pretrained(path: str, device: Optional[str] = None) -> XLMRHub:
+    """A run folder (its latest checkpoint), one checkpoint folder, or a Hugging Face folder."""
+    model, sp_model = load_model(path)
     return XLMRHub(model.to(device or "cpu"), XLMRTokenizer(sp_model))

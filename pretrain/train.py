@@ -14,7 +14,7 @@ import os
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -322,7 +322,7 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
     model.to(dist.device)
     optimizer = make_optimizer(model, config)
     stream, heldout = training_data(data_dir, config, dist)
-    scaler, step, skipped = resume(resume_from, config, dist, model, optimizer, stream)
+    scaler, step, skipped = restore(resume_from, config, dist, model, optimizer, stream)
     if dist.is_main:
         prepare_run_dir(run_dir, config, model_cfg, data_dir, manifest, {"init_from_hf": init_from_hf})
     return mlm_loop(model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped)
@@ -347,7 +347,7 @@ def training_data(data_dir: str, config: TrainConfig, dist: Dist, languages: Opt
     return stream, heldout
 
 
-def resume(resume_from: Optional[str], config: TrainConfig, dist: Dist, model, optimizer, stream):
+def restore(resume_from: Optional[str], config: TrainConfig, dist: Dist, model, optimizer, stream):
     """(loss scaler, step, skipped steps): restored from ``resume_from``, or fresh."""
     scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
     if not resume_from:
@@ -370,10 +370,11 @@ def mlm_loop(
     run_dir: str,
     step: int,
     skipped: int,
-    trained_weights: Optional[Callable[[], Dict[str, torch.Tensor]]] = None,
+    trainable_only: bool = False,
 ) -> Dict:
     """Masked-LM training from ``step`` to the config's last step: logs, held-out evaluations and
-    checkpoints (of ``trained_weights()`` when only those change). Returns the last figures."""
+    checkpoints (of the weights that train alone with ``trainable_only``, an adapter's). Returns
+    the last figures."""
     model_cfg, mask_id = model.config, model.config.vocab_size - 1
     log = MetricsLog(run_dir, step, dist.is_main)
     ddp = (
@@ -453,9 +454,9 @@ def mlm_loop(
                 "model": model_cfg.to_dict(),
                 "epochs": stream.epochs,
             }
-            weights = trained_weights() if trained_weights else None
             checkpoint.save(
-                run_dir, step, dist, model, optimizer, run_state, stream.state_dict(), config.keep_checkpoints, weights
-            )
+                run_dir, step, dist, model, optimizer, run_state, stream.state_dict(), config.keep_checkpoints,
+                trainable_only,
+            )  # fmt: skip
     log.close()
     return last
