@@ -21,7 +21,7 @@ from train import describe_flops, flops_per_token, random_batch
 
 from pretrain.dist import Dist
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
-from pretrain.train import make_optimizer, train_config, train_step
+from pretrain.train import MaskedLM, make_optimizer, train_config, train_step
 
 # Peak dense (no sparsity) bf16 = fp16 tensor-core TFLOP/s, by device-name pattern, first match wins.
 PEAK_TFLOPS = [
@@ -50,7 +50,7 @@ def run(args, config: ModelConfig, precision: str, device: torch.device, peak_tf
     for group in optimizer.param_groups:
         group["lr"] = train_cfg.lr  # make_optimizer leaves the schedule to set it
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
-    step_model = torch.compile(model) if args.compile else model
+    step_model = MaskedLM(torch.compile(model) if args.compile else model)
     # All batches built before timing: the trainer masks on the CPU while the GPU works.
     batches = [
         tuple(t.to(device) for t in random_batch(config, args.batch, args.length, seed)[:3])

@@ -29,7 +29,7 @@ from pretrain.data import FIRST_PIECE, masking_generator
 from pretrain.dist import Dist
 from pretrain.export import hf_config, to_hf
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
-from pretrain.train import make_optimizer, masked_batch, train_config, train_step
+from pretrain.train import MaskedLM, make_optimizer, masked_batch, train_config, train_step
 from tokenizer.xlmr import BOS
 
 HF_TIED = {"lm_head.decoder.weight", "lm_head.decoder.bias"}  # tied to the embeddings and lm_head.bias
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     ours_s, hf_s = time_steps(
         [
             lambda: train_step(
-                ours, ours_opt, scaler, [(inputs, masked, targets)], Dist(), "fp32", train_cfg.clip_norm
+                MaskedLM(ours), ours_opt, scaler, [(inputs, masked, targets)], Dist(), "fp32", train_cfg.clip_norm
             ),
             lambda: hf_step(hf, hf_opt, inputs, labels, train_cfg.clip_norm),
         ],

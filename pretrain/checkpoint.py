@@ -1,5 +1,6 @@
 """Checkpoints: ``RUN/checkpoints/step_XXXXXXXX/`` holding the model (safetensors), the optimizer
-(tensors only, loaded with ``weights_only=True``), ``state.json`` (step, loss scaler, counters,
+(tensors only, loaded with ``weights_only=True``), the objective's own weights when it has any
+(``objective.safetensors``: distillation's projection), ``state.json`` (step, loss scaler, counters,
 the run's config) and per rank the data stream's position (``rank<r>.json``) and RNG states
 (``rank<r>.rng.pt``). A checkpoint is written under a temporary name and renamed when complete,
 so a crash mid-save leaves the previous one as the latest.
@@ -20,6 +21,7 @@ from pretrain.dist import Dist
 from toolkit import storage
 
 MODEL_FILE, OPTIMIZER_FILE, STATE_FILE = "model.safetensors", "optimizer.pt", "state.json"
+OBJECTIVE_FILE = "objective.safetensors"
 _NAME = re.compile(r"^step_(\d{8})$")
 
 
@@ -57,10 +59,11 @@ def save(
     data_state: Dict,
     keep: int = 2,
     trainable_only: bool = False,
+    objective: Optional[torch.nn.Module] = None,
 ) -> str:
     """Write the checkpoint of ``step`` (every rank calls this); keep the newest ``keep``.
     ``trainable_only``: the weights that train (an adapter's), the frozen rest coming from where
-    the run started."""
+    the run started. ``objective``: the module holding ``model`` whose other weights train too."""
     final = checkpoint_dir(run_dir, step)
     tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp")
     if dist.is_main:
@@ -72,6 +75,9 @@ def save(
     dist.barrier()
     if dist.is_main:
         save_model(model, tmp, metadata={"step": str(step)}, trainable_only=trainable_only)
+        own = objective_weights(objective, model)
+        if own:
+            save_file(own, os.path.join(tmp, OBJECTIVE_FILE))
         torch.save(optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
         run_state = {**state, "step": step, "world_size": dist.world_size, "partial": trainable_only}
         storage.write_json(os.path.join(tmp, STATE_FILE), run_state)
@@ -94,6 +100,18 @@ def save_model(
     save_file(tensors, os.path.join(folder, MODEL_FILE), metadata=metadata)
 
 
+def objective_weights(objective: Optional[torch.nn.Module], model: torch.nn.Module) -> Dict[str, torch.Tensor]:
+    """The weights of ``objective`` that are not ``model``'s (by the convention that objectives
+    hold their model as ``.model``)."""
+    if objective is None or objective is model:
+        return {}
+    return {
+        name: tensor.detach().cpu().contiguous()
+        for name, tensor in objective.state_dict().items()
+        if not name.startswith("model.")
+    }
+
+
 def trainable_names(model: torch.nn.Module) -> set:
     return {name for name, parameter in model.named_parameters() if parameter.requires_grad}
 
@@ -114,9 +132,15 @@ def load_model(path: str) -> Dict[str, torch.Tensor]:
     return load_file(os.path.join(path, MODEL_FILE))
 
 
-def load(path: str, dist: Dist, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Dict:
-    """Restore model, optimizer and this rank's RNG; returns ``state.json`` with this rank's
-    data-stream state under ``"data"``."""
+def load(
+    path: str,
+    dist: Dist,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    objective: Optional[torch.nn.Module] = None,
+) -> Dict:
+    """Restore model, optimizer (and the ``objective``'s own weights) and this rank's RNG;
+    returns ``state.json`` with this rank's data-stream state under ``"data"``."""
     state = read_state(path)
     if state["world_size"] != dist.world_size:
         raise ValueError(
@@ -131,6 +155,11 @@ def load(path: str, dist: Dist, model: torch.nn.Module, optimizer: torch.optim.O
             )
     else:
         model.load_state_dict(load_model(path))
+    own = objective_weights(objective, model)
+    if own:
+        if not os.path.exists(os.path.join(path, OBJECTIVE_FILE)):
+            raise ValueError(f"{path} holds no {OBJECTIVE_FILE}: it was not written by this kind of run")
+        objective.load_state_dict({**objective.state_dict(), **load_file(os.path.join(path, OBJECTIVE_FILE))})
     optimizer.load_state_dict(
         torch.load(os.path.join(path, OPTIMIZER_FILE), map_location=dist.device, weights_only=True)
     )

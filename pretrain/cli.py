@@ -1,9 +1,14 @@
-"""python -m pretrain train | finetune | export-hf | plot
+"""python -m pretrain train | train-adapter | distill | distill-task | finetune | evaluate | export-hf | plot
 
 train      --config tiny|base|large --data DATA_DIR --out RUN_DIR [--max-steps N] [--precision P] [--resume]
            (one process, or under torchrun for DDP)
 train-adapter --init RUN_OR_HF_DIR --data DATA_DIR --language xx [--out RUN_DIR] [--adapter-config language|task]
            a MAD-X language adapter: MLM on one language, the encoder frozen; AdapterHub folder in RUN_DIR/adapter
+distill    --teacher RUN_OR_HF_DIR --student-config mini|tiny|small|... --data DATA_DIR [--out RUN_DIR] [--resume]
+           general distillation (TinyBERT): the student, a pretraining run of its own, learns the teacher's
+           attention scores, hidden states and MLM predictions on the packed blocks
+distill-task --teacher FINETUNED --student RUN --train FILE --dev FILE [--test FILE ...] --out DIR [--resume]
+           task distillation: the student fine-tuned on the teacher's soft predictions (a fine-tuning run)
 finetune   --init RUN_OR_HF_DIR --task classify|pair|tokens --train FILE --dev FILE [--test FILE ...] --out DIR
            [--adapter LANGUAGE_ADAPTER] [--resume]   (TSV with a header or JSONL; tokens: CoNLL or JSONL; the best
            dev model exported to DIR/hf, or with --adapter a MAD-X task adapter to DIR/task_adapter)
@@ -27,6 +32,7 @@ from toolkit import storage
 from toolkit.cli import add_config_arguments, given, run_cli
 
 ADAPTER_FLAGS = "adapter."  # where the adapter config's flags land in args
+DISTILL_FLAGS = "distill."  # where the distillation losses' flags land
 
 
 def _train_parser(sub) -> argparse.ArgumentParser:
@@ -86,6 +92,88 @@ def _train_adapter(args) -> int:
     result = train_adapter(config, adapter, init, args.data, language, out, name, args.resume, args.device)
     if "train" in result:
         print(f"final training loss {result['train']['loss']:.4f}")
+    return 0
+
+
+def _distill_parser(sub) -> None:
+    from pretrain.distill import DistillConfig
+    from pretrain.model import MODEL_PRESETS
+
+    parser = sub.add_parser("distill", help="general distillation of an encoder into a smaller student (TinyBERT)")
+    parser.add_argument("--teacher", help="a pretraining run, a checkpoint or an HF folder")
+    parser.add_argument("--data", required=True, help="DATA_DIR written by `python -m tokenizer pack`")
+    parser.add_argument(
+        "--student-config",
+        dest="config.model",
+        default=argparse.SUPPRESS,
+        choices=sorted(MODEL_PRESETS),
+        help="the student's shape (a model preset; the teacher's vocabulary and heads); mini for tiny, small for base",
+    )
+    parser.add_argument("--out", default="out/student", help="RUN_DIR (default out/student)")
+    parser.add_argument(
+        "--config", default="tiny", choices=sorted(TRAIN_PRESETS), help="training preset (default tiny)"
+    )
+    parser.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    add_config_arguments(parser, TrainConfig)
+    add_config_arguments(parser, DistillConfig, prefix=DISTILL_FLAGS)
+
+
+def _distill(args) -> int:
+    """The presets, then on --resume the run's saved configs and teacher (but its --max-steps),
+    then the flags given."""
+    from pretrain.distill import DistillConfig
+    from pretrain.distill_train import distill
+    from toolkit.cli import build_config
+
+    config_file = os.path.join(args.out, CONFIG_FILE)
+    saved = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
+    about = saved.get("distill", {})
+    teacher = args.teacher or about.get("teacher")
+    flags = given(args)
+    if not teacher or not (saved or "model" in flags):
+        raise ValueError("give --teacher and --student-config (or --resume a distillation run with --out)")
+    config = train_config(args.config, without_max_steps(saved.get("train", {})), flags)  # model: the student's
+    losses = build_config(DistillConfig, about.get("config", {}), given(args, DISTILL_FLAGS))
+    result = distill(config, losses, teacher, args.data, args.out, args.resume, args.device)
+    if "train" in result:
+        print(f"final distillation loss {result['train']['loss']:.4f}; the student is {args.out}")
+    return 0
+
+
+def _distill_task_parser(sub) -> None:
+    from pretrain.distill import DistillConfig
+    from pretrain.finetune import FINETUNE_PRESETS, FinetuneConfig
+
+    parser = sub.add_parser("distill-task", help="task distillation: a student learns a fine-tuned teacher")
+    parser.add_argument("--teacher", help="the fine-tuned teacher: a fine-tuning run or an HF classifier folder")
+    parser.add_argument("--student", help="the student: a distill run (or any run, checkpoint or HF folder)")
+    parser.add_argument("--train", required=True, help="the fine-tuning set's training file (finetune's formats)")
+    parser.add_argument("--dev", required=True, help="dev accuracy after every epoch picks the best student")
+    parser.add_argument("--test", action="append", default=[], help="a file to score the best student on (repeatable)")
+    parser.add_argument("--out", required=True, help="DIR: a fine-tuning run (best/, hf/, results.json, ...)")
+    parser.add_argument("--config", default="tiny", choices=sorted(FINETUNE_PRESETS), help="preset (default tiny)")
+    parser.add_argument("--resume", action="store_true", help="continue DIR from its latest checkpoint")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    add_config_arguments(parser, FinetuneConfig)
+    add_config_arguments(parser, DistillConfig, prefix=DISTILL_FLAGS)
+
+
+def _distill_task(args) -> int:
+    from pretrain.distill import DistillConfig
+    from pretrain.finetune import finetune, finetune_config
+    from toolkit.cli import build_config
+
+    config_file = os.path.join(args.out, CONFIG_FILE)
+    run = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
+    teacher, student = args.teacher or run.get("teacher"), args.student or run.get("init")
+    if not teacher or not student:
+        raise ValueError("give --teacher and --student (or --resume a distill-task run with --out)")
+    config = finetune_config(args.config, without_max_steps(run.get("finetune", {})), given(args))
+    losses = build_config(DistillConfig, run.get("distill", {}), given(args, DISTILL_FLAGS))
+    finetune(
+        config, student, args.train, args.dev, args.test, args.out, args.resume, args.device, None, teacher, losses
+    )
     return 0
 
 
@@ -227,6 +315,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _train_adapter_parser(sub)
+    _distill_parser(sub)
+    _distill_task_parser(sub)
     _finetune_parser(sub)
     _evaluate_parser(sub)
     export = sub.add_parser("export-hf", help="write a Hugging Face XLMRobertaForMaskedLM folder")
@@ -259,6 +349,10 @@ def _run(args) -> int:
         return _train(args)
     if args.command == "train-adapter":
         return _train_adapter(args)
+    if args.command == "distill":
+        return _distill(args)
+    if args.command == "distill-task":
+        return _distill_task(args)
     if args.command == "finetune":
         return _finetune(args)
     if args.command == "evaluate":

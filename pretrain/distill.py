@@ -5,9 +5,12 @@ With k = teacher layers / student layers, student layer m (1-based) learns from 
 m·k: the MSE of their attention scores (before the softmax, 0 at padded keys, per head, so the
 two have as many heads) and of their hidden states, the student's projected to the teacher's
 width by a learned linear map. The embedding outputs (layer 0) match the same way (the embedding
-loss). Optionally the soft cross-entropy of the student's masked-LM (or classifier) logits
-against the teacher's, both divided by a temperature, as TinyBERT's prediction-layer loss
-(summed over classes, averaged over positions).
+loss). And the soft cross-entropy of the student's masked-LM (or classifier) logits against the
+teacher's, both divided by a temperature, as TinyBERT's prediction-layer loss (summed over
+classes, averaged over positions): TinyBERT's general distillation leaves it out
+(``logits_weight=0``); by default it is in, so that a student of general distillation is a working
+masked LM (held-out loss, ``fill_mask``), and task distillation learns all of them at once where
+TinyBERT runs the intermediate layers, then the predictions.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ class DistillConfig:
     attention_weight: float = 1.0  # attention-score MSE, summed over the mapped layers
     hidden_weight: float = 1.0  # hidden-state MSE of the mapped layers
     embedding_weight: float = 1.0  # hidden-state MSE of the embedding outputs
-    logits_weight: float = 0.0  # soft cross-entropy on the logits (0: intermediate layers only, general distillation)
+    logits_weight: float = (
+        1.0  # soft cross-entropy on the logits (0: the intermediate layers only, TinyBERT's general distillation)
+    )
     temperature: float = 1.0  # the logits of both divided by this
 
     def __post_init__(self):
@@ -60,25 +65,31 @@ def soft_cross_entropy(student_logits: torch.Tensor, teacher_logits: torch.Tenso
 
 
 class Distiller(nn.Module):
-    """The losses of a student against a fixed teacher; holds the learned projection of the
-    student's hidden states to the teacher's width (trained with the student)."""
+    """A student learning from a fixed teacher: the objective ``train.mlm_loop`` and fine-tuning
+    train. Its parameters are the student's (``model``) and the learned projection of the
+    student's hidden states to the teacher's width; the teacher stays outside them (no
+    gradients, not in the state dict, the optimizer or DDP, always in eval mode)."""
 
     def __init__(self, teacher: XLMRModel, student: XLMRModel, config: DistillConfig = DistillConfig()):
         super().__init__()
         self.step, self.config = layer_step(teacher, student), config
+        self.model = student
         self.projection = nn.Linear(student.config.hidden, teacher.config.hidden)
         nn.init.normal_(self.projection.weight, std=student.config.init_std)
         nn.init.zeros_(self.projection.bias)
+        self.__dict__["teacher"] = teacher.eval().requires_grad_(False)  # not a submodule
 
-    def forward(
-        self,
-        teacher: XLMRModel,
-        student: XLMRModel,
-        tokens: torch.Tensor,
-        masked: Optional[torch.Tensor] = None,
+    def _apply(self, fn, *args, **kwargs):
+        self.teacher._apply(fn, *args, **kwargs)  # .to(device) moves the teacher with the student
+        return super()._apply(fn, *args, **kwargs)
+
+    def losses(
+        self, tokens: torch.Tensor, masked: Optional[torch.Tensor] = None, head: Optional[str] = None
     ) -> Dict[str, torch.Tensor]:
-        """Each loss and their weighted ``total`` for a batch; the MLM logits are compared at the
-        ``masked`` positions (all when None)."""
+        """Each loss and their weighted ``total`` for a batch. The logits compared are the MLM
+        head's at the ``masked`` positions (all real ones when None), or classification head
+        ``head``'s (task distillation)."""
+        teacher, student = self.teacher, self.model
         with torch.no_grad():
             teacher_scores: List[torch.Tensor] = []
             teacher_hiddens = teacher.features(tokens, True, teacher_scores)
@@ -93,10 +104,7 @@ class Distiller(nn.Module):
             "embedding": hidden_mse(0, 0),
         }
         if self.config.logits_weight:
-            picked = real if masked is None else masked
-            student_logits = student.lm_logits(student_hiddens[-1][picked])
-            with torch.no_grad():
-                teacher_logits = teacher.lm_logits(teacher_hiddens[-1][picked])
+            student_logits, teacher_logits = self._logits(student_hiddens[-1], teacher_hiddens[-1], real, masked, head)
             losses["logits"] = soft_cross_entropy(student_logits, teacher_logits, self.config.temperature)
         weights = {
             "attention": self.config.attention_weight,
@@ -106,3 +114,23 @@ class Distiller(nn.Module):
         }
         losses["total"] = sum(weights[name] * loss for name, loss in losses.items())
         return losses
+
+    def _logits(self, student_hidden, teacher_hidden, real, masked, head):
+        """(student's, teacher's) logits: [positions, vocabulary] or [rows, classes]."""
+        teacher, student = self.teacher, self.model
+        if head is None:
+            picked = real if masked is None else masked
+            with torch.no_grad():
+                teacher_logits = teacher.lm_logits(teacher_hidden[picked])
+            return student.lm_logits(student_hidden[picked]), teacher_logits
+        with torch.no_grad():
+            teacher_logits = teacher.classification_heads[head](teacher_hidden)
+        student_logits = student.classification_heads[head](student_hidden)
+        if student_logits.dim() == 3:  # a token head: every real position
+            return student_logits[real], teacher_logits[real]
+        return student_logits, teacher_logits
+
+    def forward(self, inputs: torch.Tensor, masked: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The objective of ``train.mlm_loop``: the batch's total loss, summed over its masked
+        positions (the loop divides by their count); the targets are the teacher's to give."""
+        return self.losses(inputs, masked)["total"] * masked.sum()

@@ -9,6 +9,11 @@ stopping, and the pretraining checkpoints (``checkpoint.py``): the batch of ever
 function of the seed and the step alone, so ``--resume`` continues a run exactly. The best dev
 model is exported as ``XLMRobertaForSequenceClassification`` or ``...ForTokenClassification``
 (``OUT/hf``).
+
+With a ``teacher`` (a fine-tuned classifier), task distillation (TinyBERT's second stage): the
+model being fine-tuned is a student that learns the teacher's attention scores, hidden states and
+soft predictions at a temperature (``pretrain.distill``) instead of the labels; everything else is
+the same, down to the files written.
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ from pretrain import checkpoint
 from pretrain.adapter_files import adapter_folder, load_adapter, save_adapter
 from pretrain.adapters import adapter_config
 from pretrain.dist import Dist, setup, teardown
+from pretrain.distill import DistillConfig, Distiller
 from pretrain.export import HF_HEAD_NAME, export_hf
 from pretrain.hub import XLMRHub, from_pretrained, load_model, load_run
 from pretrain.metrics import entity_scores
-from pretrain.model import PAD, XLMRModel, load_weights
+from pretrain.model import PAD, XLMRModel, head_kind, load_weights
 from pretrain.train import CONFIG_FILE, PRECISIONS, MetricsLog, autocast, make_optimizer
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
 from toolkit import storage
@@ -363,10 +369,16 @@ def finetune(
     resume: bool = False,
     device: str = "auto",
     language_adapter: Optional[str] = None,
+    teacher: Optional[str] = None,
+    distill: DistillConfig = DistillConfig(),
 ) -> Dict:
     """Fine-tune (or resume) into ``out``; returns the results written to ``OUT/results.json``.
     With ``language_adapter`` (an adapter folder or train-adapter run), MAD-X: a task adapter and
-    the head train on top of that fixed language adapter, everything else frozen."""
+    the head train on top of that fixed language adapter, everything else frozen. With
+    ``teacher`` (a fine-tuned classifier of the same task), ``init`` is a student distilled from
+    it with the ``distill`` losses."""
+    if teacher and language_adapter:
+        raise ValueError("distill a student without adapters: give --teacher or --adapter, not both")
     latest = checkpoint.latest(out)
     if latest and not resume:
         raise FileExistsError(f"{out} already holds checkpoints: pass --resume to continue it, or choose another --out")
@@ -376,20 +388,28 @@ def finetune(
         raise ValueError("fine-tuning runs in one process")
     try:
         resume_from = latest if resume else None
-        return _finetune(config, init, train_file, dev_file, test_files, out, resume_from, dist, language_adapter)
+        inputs = (init, train_file, dev_file, test_files, out, resume_from)
+        return _finetune(config, *inputs, dist, language_adapter, teacher, distill)
     finally:
         teardown()
 
 
-def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, dist: Dist, language_adapter) -> Dict:
+def _finetune(
+    config, init, train_file, dev_file, test_files, out, resume_from, dist: Dist, language_adapter, teacher, distill
+) -> Dict:
     train_set, dev_set = read_examples(train_file, config), read_examples(dev_file, config)
     tests = {path: read_examples(path, config) for path in test_files}
     labels = label_set(train_set, {dev_file: dev_set, **tests})
-    known = labels_of(init)
-    if known is not None:  # continue a classifier: its label order, and no label it lacks
+    classifier = teacher or init  # whose labels, in their order, a classifier to learn from has
+    known = labels_of(classifier)
+    if teacher and known is None:
+        raise ValueError(
+            f"the teacher {teacher} is no classifier: fine-tune it first (a fine-tuning run or an HF classifier)"
+        )
+    if known is not None:  # continue (or distill) a classifier: its label order, and no label it lacks
         if set(labels) - set(known):
             raise ValueError(
-                f"{init} classifies {', '.join(known)}; the training set has {', '.join(sorted(set(labels) - set(known)))} besides"
+                f"{classifier} classifies {', '.join(known)}; the training set has {', '.join(sorted(set(labels) - set(known)))} besides"
             )
         labels = known
     model_cfg, state, sentencepiece_model = load_run(init)
@@ -406,15 +426,17 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
         attach_task_adapter(model, language_adapter)
     else:
         freeze(model, config)
-    model.to(dist.device).train()
-    optimizer = make_optimizer(model, config)
+    distiller = task_distiller(teacher, model, sentencepiece_model, config, distill) if teacher else None
+    trainee = distiller or model  # what trains: the model, or the student and its projection
+    trainee.to(dist.device).train()
+    optimizer = make_optimizer(trainee, config)
     scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
     per_epoch = math.ceil(len(train_rows) / config.batch_size)
     total = per_epoch * config.epochs
     last_step = min(config.max_steps or total, total)
     step, best = 0, {metric: -1.0, "epoch": 0, "stale": 0}
     if resume_from:
-        run_state = checkpoint.load(resume_from, dist, model, optimizer)
+        run_state = checkpoint.load(resume_from, dist, model, optimizer, distiller)
         step, best = run_state["step"], run_state["best"]
         if scaler.is_enabled():
             scaler.load_state_dict(run_state["scaler"])
@@ -429,6 +451,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
             "train": train_file,
             "dev": dev_file,
             "language_adapter": language_adapter,
+            **({"teacher": teacher, "distill": asdict(distill)} if teacher else {}),
         },
     )
     storage.copy_file(sentencepiece_model, os.path.join(out, "tokenizer", "sentencepiece.model"))
@@ -450,11 +473,13 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
         indices = batch_indices(step + 1, len(train_rows), config)
         tokens, gold = collate_rows([train_rows[i] for i in indices], dist.device)
         with autocast(dist.device, config.precision):
-            logits = model.classify(tokens, HEAD)
-        loss = task_loss(logits, gold)
+            if distiller is not None:  # the teacher's soft targets, not the labels
+                loss = distiller.losses(tokens, head=HEAD)["total"]
+            else:
+                loss = task_loss(model.classify(tokens, HEAD), gold)
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm if config.clip_norm > 0 else math.inf)
+        torch.nn.utils.clip_grad_norm_(trainee.parameters(), config.clip_norm if config.clip_norm > 0 else math.inf)
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
@@ -481,7 +506,7 @@ def _finetune(config, init, train_file, dev_file, test_files, out, resume_from, 
                 "model": model_cfg.to_dict(),
             }
             keep, partial = config.keep_checkpoints, bool(language_adapter)
-            checkpoint.save(out, step, dist, model, optimizer, run_state, {}, keep, partial)
+            checkpoint.save(out, step, dist, model, optimizer, run_state, {}, keep, partial, distiller)
     progress.close()
     log.close()
     if step < total and not stopped:
@@ -494,6 +519,31 @@ def _save_best(model: XLMRModel, path: str, trainable_only: bool) -> None:
     with storage.atomic_path(path) as tmp:
         os.makedirs(tmp)
         checkpoint.save_model(model, tmp, trainable_only=trainable_only)
+
+
+def task_distiller(
+    teacher: str, student: XLMRModel, student_tokenizer: str, config: FinetuneConfig, distill: DistillConfig
+) -> Distiller:
+    """The fine-tuned ``teacher``'s classifier as the target of ``student`` (its head registered)."""
+    teacher_hub = load_classifier(teacher)
+    if HEAD not in teacher_hub.model.classification_heads:
+        raise ValueError(f"the teacher {teacher} has no classification head")
+    kind = head_kind(teacher_hub.model.classification_heads[HEAD])
+    if kind != head_kind_of(config.task):
+        raise ValueError(
+            f"the teacher {teacher} has a {kind} head; the {config.task} task needs a {head_kind_of(config.task)} head"
+        )
+    distiller = Distiller(teacher_hub.model, student, distill)
+    if not same_file(teacher_hub.tokenizer.model_path, student_tokenizer):
+        raise ValueError(
+            f"the teacher {teacher} and the student tokenize differently: distill from the teacher's own encoder"
+        )
+    return distiller
+
+
+def same_file(a: str, b: str) -> bool:
+    with open(a, "rb") as first, open(b, "rb") as second:
+        return first.read() == second.read()
 
 
 TASK_ADAPTER = "task"  # the name of a MAD-X task adapter, here and in OUT/task_adapter

@@ -64,7 +64,9 @@ class ModelConfig:
 
 
 MODEL_PRESETS = {
+    "mini": dict(layers=1, hidden=64, heads=2, ffn=256),  # a distilled student of tiny
     "tiny": dict(layers=2, hidden=128, heads=2, ffn=512),  # CPU tests and smoke runs
+    "small": dict(layers=4, hidden=312, heads=12, ffn=1200),  # TinyBERT-4's shape: a distilled student of base
     "base": dict(layers=12, hidden=768, heads=12, ffn=3072),  # XLM-R base
     "large": dict(layers=24, hidden=1024, heads=16, ffn=4096),  # XLM-R large
 }

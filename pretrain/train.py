@@ -49,7 +49,9 @@ METRIC_FIELDS = [
 
 @dataclass(frozen=True)
 class TrainConfig:
-    model: str = field(default="tiny", metadata=flag(choices=tuple(MODEL_PRESETS)))  # model preset: tiny | base | large
+    model: str = field(
+        default="tiny", metadata=flag(choices=tuple(MODEL_PRESETS))
+    )  # model preset (model.MODEL_PRESETS): tiny | base | large, or a student shape (mini, small)
     batch_size: int = 8  # blocks per micro-batch per process
     grad_accum: int = 1  # micro-batches per optimizer step
     lr: float = 1e-3  # peak learning rate, reached after warm-up
@@ -159,8 +161,21 @@ def autocast(device: torch.device, precision: str):
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
 
 
+class MaskedLM(torch.nn.Module):
+    """Pretraining's objective: the summed cross-entropy at the masked positions. An objective
+    holds the model it trains as ``model``; any weights of its own (distillation's projection)
+    train and are checkpointed beside the model's."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs: torch.Tensor, masked: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(self.model(inputs, masked).float(), targets, reduction="sum")
+
+
 def train_step(
-    model: torch.nn.Module,
+    objective: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     scaler: torch.amp.GradScaler,
     micro_batches: Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
@@ -168,22 +183,22 @@ def train_step(
     precision: str,
     clip_norm: float,
 ) -> Tuple[float, float, float, bool]:
-    """One optimizer step over (inputs, masked positions, targets) micro-batches. Returns this
+    """One optimizer step of ``objective`` (``MaskedLM``, possibly DDP-wrapped: the summed loss
+    of a micro-batch) over (inputs, masked positions, targets) micro-batches. Returns this
     rank's summed loss, the masked-token count over all ranks, the gradient norm and whether the
     loss scaler skipped the step."""
     count = dist.sum([float(sum(int(masked.sum()) for _, masked, _ in micro_batches))])[0]
     loss_sum = torch.zeros((), dtype=torch.float64, device=micro_batches[0][0].device)
     for i, (inputs, masked, targets) in enumerate(micro_batches):
         last = i == len(micro_batches) - 1
-        with model.no_sync() if dist.enabled and not last else nullcontext():
+        with objective.no_sync() if dist.enabled and not last else nullcontext():
             with autocast(inputs.device, precision):
-                logits = model(inputs, masked)
-            loss = F.cross_entropy(logits.float(), targets, reduction="sum")
+                loss = objective(inputs, masked, targets)
             # DDP averages gradients over ranks, hence the world size.
             scaler.scale(loss * (dist.world_size / max(count, 1.0))).backward()
         loss_sum += loss.detach()  # read once after the loop: no device sync per micro-batch
     scaler.unscale_(optimizer)
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm if clip_norm > 0 else math.inf)
+    grad_norm = torch.nn.utils.clip_grad_norm_(objective.parameters(), clip_norm if clip_norm > 0 else math.inf)
     scale = scaler.get_scale()
     scaler.step(optimizer)
     scaler.update()
@@ -347,12 +362,13 @@ def training_data(data_dir: str, config: TrainConfig, dist: Dist, languages: Opt
     return stream, heldout
 
 
-def restore(resume_from: Optional[str], config: TrainConfig, dist: Dist, model, optimizer, stream):
-    """(loss scaler, step, skipped steps): restored from ``resume_from``, or fresh."""
+def restore(resume_from: Optional[str], config: TrainConfig, dist: Dist, model, optimizer, stream, objective=None):
+    """(loss scaler, step, skipped steps): restored from ``resume_from`` (the ``objective``'s
+    own weights too), or fresh."""
     scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
     if not resume_from:
         return scaler, 0, 0
-    state = checkpoint.load(resume_from, dist, model, optimizer)
+    state = checkpoint.load(resume_from, dist, model, optimizer, objective)
     stream.load_state_dict(state["data"])
     if scaler.is_enabled():
         scaler.load_state_dict(state["scaler"])
@@ -371,16 +387,20 @@ def mlm_loop(
     step: int,
     skipped: int,
     trainable_only: bool = False,
+    objective: Optional[torch.nn.Module] = None,
 ) -> Dict:
-    """Masked-LM training from ``step`` to the config's last step: logs, held-out evaluations and
-    checkpoints (of the weights that train alone with ``trainable_only``, an adapter's). Returns
-    the last figures."""
+    """Training on masked blocks from ``step`` to the config's last step: logs, held-out MLM
+    evaluations and checkpoints (of the weights that train alone with ``trainable_only``, an
+    adapter's). ``objective`` holds ``model`` and gives the loss (default ``MaskedLM``; a
+    ``distill.Distiller``). Returns the last figures."""
     model_cfg, mask_id = model.config, model.config.vocab_size - 1
+    objective = objective if objective is not None else MaskedLM(model)
+    cross_entropy = isinstance(objective, MaskedLM)  # a training loss that has a perplexity
     log = MetricsLog(run_dir, step, dist.is_main)
     ddp = (
-        DistributedDataParallel(model, device_ids=[dist.local_rank] if dist.device.type == "cuda" else None)
+        DistributedDataParallel(objective, device_ids=[dist.local_rank] if dist.device.type == "cuda" else None)
         if dist.enabled
-        else model
+        else objective
     )
     if dist.is_main:
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -417,9 +437,10 @@ def mlm_loop(
             total_loss, total_tokens = dist.sum([window_loss, window_tokens])
             elapsed = time.perf_counter() - window_start
             loss = total_loss / max(window_count, 1.0)
+            perplexity = {"perplexity": math.exp(min(loss, 50.0))} if cross_entropy else {}
             last["train"] = dict(
                 loss=loss,
-                perplexity=math.exp(min(loss, 50.0)),
+                **perplexity,
                 lr=lr,
                 grad_norm=grad_norm,
                 loss_scale=scaler.get_scale() if scaler.is_enabled() else 1.0,
@@ -429,7 +450,9 @@ def mlm_loop(
             log.write(step, "train", **last["train"])
             if dist.is_main:
                 print(
-                    f"step {step:>7}/{config.last_step} | loss {loss:7.4f} | ppl {last['train']['perplexity']:10.2f} | lr {lr:.2e} "
+                    f"step {step:>7}/{config.last_step} | loss {loss:7.4f} | "
+                    + (f"ppl {perplexity['perplexity']:10.2f} | " if cross_entropy else "")
+                    + f"lr {lr:.2e} "
                     f"| grad norm {grad_norm:7.3f} | {total_tokens / elapsed:9,.0f} tok/s"
                     + (f" | skipped {skipped}" if skipped else ""),
                     flush=True,
@@ -437,7 +460,7 @@ def mlm_loop(
             window_loss = window_count = window_tokens = 0.0
             window_start = time.perf_counter()
         if heldout and ((config.eval_interval and step % config.eval_interval == 0) or step == config.last_step):
-            last["eval"] = evaluate(ddp, heldout, config, dist, mask_id)
+            last["eval"] = evaluate(model, heldout, config, dist, mask_id)
             for language, (loss, perplexity) in last["eval"].items():
                 log.write(step, "eval", language, loss=loss, perplexity=perplexity)
             if dist.is_main:
@@ -456,7 +479,7 @@ def mlm_loop(
             }
             checkpoint.save(
                 run_dir, step, dist, model, optimizer, run_state, stream.state_dict(), config.keep_checkpoints,
-                trainable_only,
+                trainable_only, objective,
             )  # fmt: skip
     log.close()
     return last

@@ -13,7 +13,7 @@ from pretrain.cli import main
 from pretrain.data import mask_tokens, masking_generator
 from pretrain.dist import Dist
 from pretrain.model import XLMRModel, model_config
-from pretrain.train import TrainConfig, learning_rate, make_optimizer, train_step
+from pretrain.train import MaskedLM, TrainConfig, learning_rate, make_optimizer, train_step
 from tests.pretrain.conftest import run_train
 
 VOCAB = 300
@@ -54,7 +54,8 @@ def fresh_model_and_optimizer():
 def step_on(model, optimizer, parts, dist=Dist(), precision="fp32", scaler=None):
     scaler = scaler or torch.amp.GradScaler("cpu", enabled=False)
     batches = [(inputs, masked, tokens[masked]) for inputs, masked, tokens in parts]
-    return train_step(model, optimizer, scaler, batches, dist, precision, clip_norm=1.0)
+    objective = model if isinstance(model, torch.nn.parallel.DistributedDataParallel) else MaskedLM(model)
+    return train_step(objective, optimizer, scaler, batches, dist, precision, clip_norm=1.0)
 
 
 def split(parts, pieces):
@@ -79,7 +80,7 @@ def test_gradient_accumulation_equals_the_big_batch():
 def _ddp_worker(rank, world_size, init_file, out_dir):
     torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size)
     model, optimizer = fresh_model_and_optimizer()
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp = torch.nn.parallel.DistributedDataParallel(MaskedLM(model))
     step_on(ddp, optimizer, [split(fixed_batch(), world_size)[rank]], Dist(rank, world_size))
     torch.save(model.state_dict(), os.path.join(out_dir, f"rank{rank}.pt"))
     torch.distributed.destroy_process_group()

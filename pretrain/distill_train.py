@@ -1,0 +1,98 @@
+"""General distillation (TinyBERT's first stage): a student learns a pretrained teacher on the
+packed blocks, masked as pretraining masks them.
+
+The student has a model preset's shape (``TrainConfig.model``: ``--student-config``) with the
+teacher's vocabulary, heads (attention scores are compared per head) and positions. The loop is
+pretraining's (``train.mlm_loop`` with ``distill.Distiller`` as the objective: schedule,
+precision, DDP, the student's held-out MLM loss, exact resume); checkpoints hold the student as
+``model.safetensors`` and the projection in ``objective.safetensors``. RUN is a pretraining run
+folder, so export-hf, finetune, evaluate and train-adapter read the student as any other model.
+Task distillation, the second stage, is ``finetune`` with a teacher (``python -m pretrain
+distill-task``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Dict
+
+import torch
+
+from pretrain import checkpoint
+from pretrain.data import read_manifest
+from pretrain.dist import setup, teardown
+from pretrain.distill import DistillConfig, Distiller
+from pretrain.hub import load_model
+from pretrain.model import ModelConfig, XLMRModel, model_config
+from pretrain.train import (
+    TrainConfig,
+    check_data_fits,
+    make_optimizer,
+    mlm_loop,
+    prepare_run_dir,
+    restore,
+    training_data,
+)
+
+
+def student_config(preset: str, teacher: ModelConfig, dropout: float) -> ModelConfig:
+    """``preset``'s layers, width and feed-forward size with the teacher's vocabulary, heads and
+    positions."""
+    try:
+        return model_config(
+            preset,
+            teacher.vocab_size,
+            heads=teacher.heads,
+            max_positions=teacher.max_positions,
+            dropout=dropout,
+            attention_dropout=dropout,
+        )
+    except ValueError as error:
+        raise ValueError(f"student {preset!r} with the teacher's {teacher.heads} heads: {error}") from None
+
+
+def distill(
+    config: TrainConfig,
+    losses: DistillConfig,
+    teacher: str,
+    data_dir: str,
+    run_dir: str,
+    resume: bool = False,
+    device: str = "auto",
+) -> Dict:
+    """Distill (or resume distilling) ``teacher`` (a run, a checkpoint or an HF folder) into a
+    ``config.model`` student in ``run_dir``; returns the last training and evaluation figures."""
+    manifest = read_manifest(data_dir)
+    resume_from = checkpoint.latest(run_dir)
+    if resume_from and not resume:
+        raise FileExistsError(
+            f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
+        )
+    resume_from = resume_from if resume else None
+    dist = setup(device)
+    try:
+        teacher_model, _ = load_model(teacher)
+        check_data_fits(manifest, teacher_model.config)
+        if resume_from:  # the checkpoint's student, whatever the flags say
+            student_cfg = ModelConfig(**checkpoint.read_state(resume_from)["model"])
+        else:
+            student_cfg = student_config(config.model, teacher_model.config, config.dropout)
+        torch.manual_seed(config.seed)
+        distiller = Distiller(teacher_model, XLMRModel(student_cfg), losses).to(dist.device)
+        optimizer = make_optimizer(distiller, config)
+        stream, heldout = training_data(data_dir, config, dist)
+        student = distiller.model
+        scaler, step, skipped = restore(resume_from, config, dist, student, optimizer, stream, distiller)
+        if dist.is_main:
+            about = {"teacher": teacher, "config": asdict(losses)}
+            prepare_run_dir(run_dir, config, student_cfg, data_dir, manifest, {"distill": about})
+            print(
+                f"distilling {teacher} ({teacher_model.config.layers} layers x {teacher_model.config.hidden}, "
+                f"{teacher_model.num_parameters():,} parameters): student layer m learns teacher layer {distiller.step}m",
+                flush=True,
+            )
+        return mlm_loop(
+            student, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped, objective=distiller
+        )
+    finally:
+        teardown()
