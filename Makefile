@@ -35,7 +35,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove bench-adapters lid-calibrate worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove bench-adapters bench-distill lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -197,6 +197,11 @@ bench-datatrove: .venv-bench/.installed $(KENLM_DIR)/bin/lmplz
 
 bench-adapters: .venv-adapters/.installed
 	$(PY) bench/adapters_interop.py $(if $(BENCH_INIT),--init $(BENCH_INIT))
+
+# A distilled student against its teacher (make pretrain's RUN): parameters, inference tokens/s on
+# this CPU, and SIB-200 accuracy after general + task distillation, with two references (~10 min).
+bench-distill: $(VENV)/.installed
+	$(PY) bench/distill.py --teacher $(RUN) --data $(DATA) --corpus $(OUT) --sib-dir $(SIB200)
 
 # Per-worker memory of a dedup hash partition at 4, 16 and 64 segments, and the mine job's file count.
 bench-memory: $(VENV)/.installed

@@ -381,7 +381,11 @@ def _train(args) -> int:
         run = storage.read_json(config_file)
         saved, init_from_hf = run["train"], init_from_hf or run["init_from_hf"]
     flags = given(args)
-    config = train_config(saved.get("model", flags.get("model", args.config)), saved, flags)
+    model = saved.get("model", flags.get("model", args.config))
+    preset = (
+        model if model in TRAIN_PRESETS else args.config
+    )  # a student's shape (mini, small) has no schedule of its own
+    config = train_config(preset, saved, flags)
     result = train(config, args.data, args.out, resume=args.resume, init_from_hf=init_from_hf, device=args.device)
     if "train" in result:
         print(f"final training loss {result['train']['loss']:.4f}")

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pretrain.model import PAD, XLMRModel
+from pretrain.model import LM_HEAD_PARAMETERS, PAD, XLMRModel
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,9 @@ class Distiller(nn.Module):
         nn.init.normal_(self.projection.weight, std=student.config.init_std)
         nn.init.zeros_(self.projection.bias)
         self.__dict__["teacher"] = teacher.eval().requires_grad_(False)  # not a submodule
+        if not config.logits_weight:  # no loss reaches the MLM head: frozen, else DDP waits for its gradients
+            for name in LM_HEAD_PARAMETERS:
+                student.get_parameter(name).requires_grad_(False)
 
     def _apply(self, fn, *args, **kwargs):
         self.teacher._apply(fn, *args, **kwargs)  # .to(device) moves the teacher with the student

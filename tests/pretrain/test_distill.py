@@ -62,6 +62,7 @@ def test_student_layer_m_learns_from_teacher_layer_m_times_k():
     torch.testing.assert_close(losses["attention"], expected_attention)
     torch.testing.assert_close(losses["embedding"], mse(s_hidden[0], t_hidden[0]))
     assert "logits" not in losses  # TinyBERT's general distillation: the intermediate layers only
+    assert not student.head_dense.weight.requires_grad  # no loss reaches the MLM head (DDP would wait for it)
 
 
 def test_a_copy_of_the_teacher_has_zero_losses():
