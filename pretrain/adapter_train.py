@@ -56,11 +56,7 @@ def train_adapter(
     """Train (or resume) adapter ``name`` (default: the language code) on ``language``'s blocks;
     returns the last training and evaluation figures."""
     manifest = read_manifest(data_dir)
-    resume_from = checkpoint.latest(run_dir)
-    if resume_from and not resume:
-        raise FileExistsError(
-            f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
-        )
+    resume_from = checkpoint.resume_point(run_dir, resume)
     name = name or language
     dist = setup(device)
     try:
@@ -70,7 +66,7 @@ def train_adapter(
         model.to(dist.device)
         optimizer = make_optimizer(model, config)
         stream, heldout = training_data(data_dir, config, dist, [language])
-        scaler, step, skipped = restore(resume_from if resume else None, config, dist, model, optimizer, stream)
+        scaler, step, skipped = restore(resume_from, config, dist, model, optimizer, stream)
         if dist.is_main:
             about = {"init": init, "language": language, "name": name, "config": asdict(adapter)}
             prepare_run_dir(run_dir, config, model.config, data_dir, manifest, {"adapter": about})

@@ -36,6 +36,17 @@ def latest(run_dir: str) -> Optional[str]:
     return checkpoint_dir(run_dir, steps[-1]) if steps else None
 
 
+def resume_point(run_dir: str, resume: bool) -> Optional[str]:
+    """The checkpoint a run starts from: the latest with ``resume``, else none, and then a folder
+    that already holds checkpoints is an error (never overwritten)."""
+    found = latest(run_dir)
+    if found and not resume:
+        raise FileExistsError(
+            f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
+        )
+    return found if resume else None
+
+
 def rng_state(device: torch.device) -> Dict[str, torch.Tensor]:
     state = {"cpu": torch.get_rng_state()}
     if device.type == "cuda":

@@ -35,14 +35,18 @@ ADAPTER_FLAGS = "adapter."  # where the adapter config's flags land in args
 DISTILL_FLAGS = "distill."  # where the distillation losses' flags land
 
 
+def resume_and_device(parser: argparse.ArgumentParser, out: str) -> None:
+    parser.add_argument("--resume", action="store_true", help=f"continue {out} from its latest checkpoint")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+
+
 def _train_parser(sub) -> argparse.ArgumentParser:
     parser = sub.add_parser("train", help="pretrain an encoder on packed blocks")
     parser.add_argument("--config", default="tiny", choices=sorted(TRAIN_PRESETS), help="preset (default tiny)")
     parser.add_argument("--data", required=True, help="DATA_DIR written by `python -m tokenizer pack`")
     parser.add_argument("--out", required=True, help="RUN_DIR: checkpoints, metrics.csv, tensorboard/, config.json")
-    parser.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
     parser.add_argument("--init-from-hf", default=None, help="start from a Hugging Face XLM-R folder")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    resume_and_device(parser, "RUN_DIR")
     add_config_arguments(parser, TrainConfig)
     return parser
 
@@ -67,8 +71,7 @@ def _train_adapter_parser(sub) -> None:
     parser.add_argument(
         "--config", default="tiny", choices=sorted(TRAIN_PRESETS), help="training preset (default tiny)"
     )
-    parser.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    resume_and_device(parser, "RUN_DIR")
     add_config_arguments(parser, TrainConfig)
     add_config_arguments(parser, AdapterConfig, prefix=ADAPTER_FLAGS)
 
@@ -113,8 +116,7 @@ def _distill_parser(sub) -> None:
     parser.add_argument(
         "--config", default="tiny", choices=sorted(TRAIN_PRESETS), help="training preset (default tiny)"
     )
-    parser.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    resume_and_device(parser, "RUN_DIR")
     add_config_arguments(parser, TrainConfig)
     add_config_arguments(parser, DistillConfig, prefix=DISTILL_FLAGS)
 
@@ -153,8 +155,7 @@ def _distill_task_parser(sub) -> None:
     parser.add_argument("--test", action="append", default=[], help="a file to score the best student on (repeatable)")
     parser.add_argument("--out", required=True, help="DIR: a fine-tuning run (best/, hf/, results.json, ...)")
     parser.add_argument("--config", default="tiny", choices=sorted(FINETUNE_PRESETS), help="preset (default tiny)")
-    parser.add_argument("--resume", action="store_true", help="continue DIR from its latest checkpoint")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    resume_and_device(parser, "DIR")
     add_config_arguments(parser, FinetuneConfig)
     add_config_arguments(parser, DistillConfig, prefix=DISTILL_FLAGS)
 
@@ -202,8 +203,7 @@ def _finetune_parser(sub) -> None:
         default=None,
         help="MAD-X: a language adapter (folder or train-adapter run) kept fixed; a task adapter and the head train",
     )
-    parser.add_argument("--resume", action="store_true", help="continue DIR from its latest checkpoint")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    resume_and_device(parser, "DIR")
     add_config_arguments(parser, FinetuneConfig)
 
 

@@ -63,12 +63,7 @@ def distill(
     """Distill (or resume distilling) ``teacher`` (a run, a checkpoint or an HF folder) into a
     ``config.model`` student in ``run_dir``; returns the last training and evaluation figures."""
     manifest = read_manifest(data_dir)
-    resume_from = checkpoint.latest(run_dir)
-    if resume_from and not resume:
-        raise FileExistsError(
-            f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
-        )
-    resume_from = resume_from if resume else None
+    resume_from = checkpoint.resume_point(run_dir, resume)
     dist = setup(device)
     try:
         teacher_model, _ = load_model(teacher)

@@ -379,15 +379,12 @@ def finetune(
     it with the ``distill`` losses."""
     if teacher and language_adapter:
         raise ValueError("distill a student without adapters: give --teacher or --adapter, not both")
-    latest = checkpoint.latest(out)
-    if latest and not resume:
-        raise FileExistsError(f"{out} already holds checkpoints: pass --resume to continue it, or choose another --out")
+    resume_from = checkpoint.resume_point(out, resume)
     dist = setup(device)
     if dist.enabled:
         teardown()
         raise ValueError("fine-tuning runs in one process")
     try:
-        resume_from = latest if resume else None
         inputs = (init, train_file, dev_file, test_files, out, resume_from)
         return _finetune(config, *inputs, dist, language_adapter, teacher, distill)
     finally:

@@ -307,14 +307,10 @@ def train(
 ) -> Dict:
     """Train (or resume) a run; returns the last training and evaluation figures."""
     manifest = read_manifest(data_dir)
-    resume_from = checkpoint.latest(run_dir)
-    if resume_from and not resume:
-        raise FileExistsError(
-            f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
-        )
+    resume_from = checkpoint.resume_point(run_dir, resume)
     dist = setup(device)
     try:
-        return _train(config, data_dir, run_dir, manifest, resume_from if resume else None, init_from_hf, dist)
+        return _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist)
     finally:
         teardown()
 
