@@ -6,8 +6,10 @@ m·k: the MSE of their attention scores (before the softmax, 0 at padded keys, p
 two have as many heads) and of their hidden states, the student's projected to the teacher's
 width by a learned linear map. The embedding outputs (layer 0) match the same way (the embedding
 loss). And the soft cross-entropy of the student's masked-LM (or classifier) logits against the
-teacher's, both divided by a temperature, as TinyBERT's prediction-layer loss (summed over
-classes, averaged over positions): TinyBERT's general distillation leaves it out
+teacher's, both divided by a temperature, as TinyBERT's prediction-layer loss. It is summed over
+the classes and averaged over the positions, the usual cross-entropy; TinyBERT's code averages
+over the classes too (its loss is this one divided by their number), which at a 250k vocabulary
+would shrink the loss's weight 250,000-fold. TinyBERT's general distillation leaves it out
 (``logits_weight=0``); by default it is in, so that a student of general distillation is a working
 masked LM (held-out loss, ``fill_mask``), and task distillation learns all of them at once where
 TinyBERT runs the intermediate layers, then the predictions.
