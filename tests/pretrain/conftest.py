@@ -1,8 +1,11 @@
 """A packed DATA_DIR for the trainer: documents in three languages written as corpus shards, a
 SentencePiece model trained here, and the real ``tokenizer pack``."""
 
+import os
 import random
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -144,3 +147,21 @@ def tagged_task(tmp_path_factory):
         split: write_tagged_task(root / f"{split}.conll", n, seed)
         for split, n, seed in (("train", 600, 1), ("dev", 64, 2), ("test", 64, 3))
     }
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_torchrun(*argv):
+    """``python -m pretrain ARGV`` as 2 DDP processes under torchrun (one thread each); its stdout."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    done = subprocess.run(
+        [*command, "-m", "pretrain", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

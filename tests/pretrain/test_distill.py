@@ -15,7 +15,7 @@ from pretrain.cli import main
 from pretrain.distill import DistillConfig, Distiller, layer_step, soft_cross_entropy
 from pretrain.hub import from_pretrained, load_run
 from pretrain.model import XLMRModel, model_config
-from tests.pretrain.conftest import run_finetune
+from tests.pretrain.conftest import run_finetune, run_torchrun
 from tests.pretrain.test_adapters import tokens
 from tests.tokenizer.conftest import SCRIPTS
 
@@ -221,3 +221,14 @@ def test_a_student_that_cannot_learn_the_teacher_is_a_clear_error(
         ]
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("logits_weight", ["1", "0"])  # 0: no loss reaches the MLM head, which DDP must not wait for
+def test_general_distillation_under_torchrun_ddp(logits_weight, trained_run, data_dir, tmp_path):
+    argv = ["distill", "--teacher", trained_run, "--student-config", "mini", "--data", data_dir, "--out", str(tmp_path)]
+    schedule = ["--total-steps", "4", "--warmup-steps", "1", "--batch-size", "4", "--device", "cpu"]
+    out = run_torchrun(*argv, *schedule, "--save-interval", "4", "--eval-blocks", "4", "--logits-weight", logits_weight)
+    assert "2 process(es) on cpu" in out
+    last = tmp_path / "checkpoints" / "step_00000004"
+    assert {"rank0.json", "rank1.json", "objective.safetensors"} <= set(os.listdir(last))

@@ -1,8 +1,6 @@
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -14,10 +12,9 @@ from pretrain.data import mask_tokens, masking_generator
 from pretrain.dist import Dist
 from pretrain.model import XLMRModel, model_config
 from pretrain.train import MaskedLM, TrainConfig, learning_rate, make_optimizer, train_step
-from tests.pretrain.conftest import run_train
+from tests.pretrain.conftest import run_torchrun, run_train
 
 VOCAB = 300
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_schedule_warms_up_then_decays_polynomially():
@@ -191,41 +188,9 @@ def test_an_existing_run_needs_resume(trained_run, data_dir, capsys):
 
 
 def torchrun(data_dir, run_dir, device, *flags):
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        "-m",
-        "pretrain",
-        "train",
-        "--data",
-        data_dir,
-        "--out",
-        str(run_dir),
-        "--total-steps",
-        "6",
-        "--warmup-steps",
-        "2",
-        "--batch-size",
-        "4",
-        "--device",
-        device,
-        "--log-interval",
-        "3",
-        "--save-interval",
-        "3",
-        "--eval-blocks",
-        "8",
-        *flags,
-    ]
-    done = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"}
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    schedule = ["--total-steps", "6", "--warmup-steps", "2", "--batch-size", "4", "--device", device]
+    intervals = ["--log-interval", "3", "--save-interval", "3", "--eval-blocks", "8"]
+    return run_torchrun("train", "--data", data_dir, "--out", str(run_dir), *schedule, *intervals, *flags)
 
 
 @pytest.mark.parametrize(
