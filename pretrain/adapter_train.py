@@ -22,15 +22,7 @@ from pretrain.data import read_manifest
 from pretrain.dist import setup, teardown
 from pretrain.hub import load_model
 from pretrain.model import XLMRModel
-from pretrain.train import (
-    TrainConfig,
-    check_data_fits,
-    make_optimizer,
-    mlm_loop,
-    prepare_run_dir,
-    restore,
-    training_data,
-)
+from pretrain.train import TrainConfig, check_data_fits, run_on_blocks
 
 
 def base_with_adapter(init: str, name: str, config: AdapterConfig) -> XLMRModel:
@@ -64,13 +56,8 @@ def train_adapter(
         model = base_with_adapter(init, name, adapter)
         check_data_fits(manifest, model.config)
         model.to(dist.device)
-        optimizer = make_optimizer(model, config)
-        stream, heldout = training_data(data_dir, config, dist, [language])
-        scaler, step, skipped = restore(resume_from, config, dist, model, optimizer, stream)
-        if dist.is_main:
-            about = {"init": init, "language": language, "name": name, "config": asdict(adapter)}
-            prepare_run_dir(run_dir, config, model.config, data_dir, manifest, {"adapter": about})
-        last = mlm_loop(model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped, True)
+        about = {"adapter": {"init": init, "language": language, "name": name, "config": asdict(adapter)}}
+        last = run_on_blocks(model, config, dist, data_dir, run_dir, manifest, resume_from, about, [language], True)
         if dist.is_main:
             save_adapter(model, name, os.path.join(run_dir, RUN_ADAPTER_DIR), {"language": language})
             print(f"wrote {os.path.join(run_dir, RUN_ADAPTER_DIR)} (adapter {name!r}, {language})", flush=True)

@@ -29,7 +29,7 @@ from typing import Dict, List, Optional
 
 from pretrain.train import CONFIG_FILE, TRAIN_PRESETS, TrainConfig, train, train_config
 from toolkit import storage
-from toolkit.cli import add_config_arguments, given, run_cli
+from toolkit.cli import add_config_arguments, build_config, given, run_cli
 
 ADAPTER_FLAGS = "adapter."  # where the adapter config's flags land in args
 DISTILL_FLAGS = "distill."  # where the distillation losses' flags land
@@ -83,8 +83,7 @@ def _train_adapter(args) -> int:
     from pretrain.adapters import adapter_config
 
     out = args.out or (os.path.join("out", "adapters", args.language) if args.language else None)
-    config_file = os.path.join(out, CONFIG_FILE) if out else ""
-    saved = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
+    saved = saved_run(out, args.resume)
     about = saved.get("adapter", {})
     init, language = args.init or about.get("init"), args.language or about.get("language")
     if not init or not language or not out:
@@ -126,10 +125,8 @@ def _distill(args) -> int:
     then the flags given."""
     from pretrain.distill import DistillConfig
     from pretrain.distill_train import distill
-    from toolkit.cli import build_config
 
-    config_file = os.path.join(args.out, CONFIG_FILE)
-    saved = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
+    saved = saved_run(args.out, args.resume)
     about = saved.get("distill", {})
     teacher = args.teacher or about.get("teacher")
     flags = given(args)
@@ -163,10 +160,8 @@ def _distill_task_parser(sub) -> None:
 def _distill_task(args) -> int:
     from pretrain.distill import DistillConfig
     from pretrain.finetune import finetune, finetune_config
-    from toolkit.cli import build_config
 
-    config_file = os.path.join(args.out, CONFIG_FILE)
-    run = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
+    run = saved_run(args.out, args.resume)
     teacher, student = args.teacher or run.get("teacher"), args.student or run.get("init")
     if not teacher or not student:
         raise ValueError("give --teacher and --student (or --resume a distill-task run with --out)")
@@ -212,8 +207,7 @@ def _finetune(args) -> int:
     run before), then the flags given."""
     from pretrain.finetune import finetune, finetune_config
 
-    config_file = os.path.join(args.out, CONFIG_FILE)
-    run = storage.read_json(config_file) if args.resume and os.path.exists(config_file) else {}
+    run = saved_run(args.out, args.resume)
     config = finetune_config(args.config, without_max_steps(run.get("finetune", {})), given(args))
     adapter = args.adapter or run.get("language_adapter")
     finetune(config, args.init, args.train, args.dev, args.test, args.out, args.resume, args.device, adapter)
@@ -290,6 +284,12 @@ def _evaluate(args) -> int:
     print(evaluate.write_scores(scores, args.out, metric_of(task)))
     print(f"wrote {os.path.join(args.out, 'scores.csv')} and scores.png")
     return 0
+
+
+def saved_run(out: Optional[str], resume: bool) -> Dict:
+    """On --resume, the config.json of the run in ``out`` (empty when there is none yet)."""
+    config_file = os.path.join(out, CONFIG_FILE) if out else ""
+    return storage.read_json(config_file) if resume and os.path.exists(config_file) else {}
 
 
 def without_max_steps(saved: Dict) -> Dict:
@@ -375,16 +375,12 @@ def _run(args) -> int:
 
 def _train(args) -> int:
     """Preset, then on --resume the run's saved config, then the flags given."""
-    saved, init_from_hf = {}, args.init_from_hf
-    config_file = os.path.join(args.out, CONFIG_FILE)
-    if args.resume and os.path.exists(config_file):
-        run = storage.read_json(config_file)
-        saved, init_from_hf = run["train"], init_from_hf or run["init_from_hf"]
+    run = saved_run(args.out, args.resume)
+    saved, init_from_hf = run.get("train", {}), args.init_from_hf or run.get("init_from_hf")
     flags = given(args)
     model = saved.get("model", flags.get("model", args.config))
-    preset = (
-        model if model in TRAIN_PRESETS else args.config
-    )  # a student's shape (mini, small) has no schedule of its own
+    # A student's shape (mini, small) has no schedule of its own: the --config preset's.
+    preset = model if model in TRAIN_PRESETS else args.config
     config = train_config(preset, saved, flags)
     result = train(config, args.data, args.out, resume=args.resume, init_from_hf=init_from_hf, device=args.device)
     if "train" in result:

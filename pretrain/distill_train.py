@@ -24,15 +24,7 @@ from pretrain.dist import setup, teardown
 from pretrain.distill import DistillConfig, Distiller
 from pretrain.hub import load_model
 from pretrain.model import ModelConfig, XLMRModel, model_config
-from pretrain.train import (
-    TrainConfig,
-    check_data_fits,
-    make_optimizer,
-    mlm_loop,
-    prepare_run_dir,
-    restore,
-    training_data,
-)
+from pretrain.train import TrainConfig, check_data_fits, run_on_blocks
 
 
 def student_config(preset: str, teacher: ModelConfig, dropout: float) -> ModelConfig:
@@ -74,20 +66,16 @@ def distill(
             student_cfg = student_config(config.model, teacher_model.config, config.dropout)
         torch.manual_seed(config.seed)
         distiller = Distiller(teacher_model, XLMRModel(student_cfg), losses).to(dist.device)
-        optimizer = make_optimizer(distiller, config)
-        stream, heldout = training_data(data_dir, config, dist)
-        student = distiller.model
-        scaler, step, skipped = restore(resume_from, config, dist, student, optimizer, stream, distiller)
         if dist.is_main:
-            about = {"teacher": teacher, "config": asdict(losses)}
-            prepare_run_dir(run_dir, config, student_cfg, data_dir, manifest, {"distill": about})
             print(
                 f"distilling {teacher} ({teacher_model.config.layers} layers x {teacher_model.config.hidden}, "
                 f"{teacher_model.num_parameters():,} parameters): student layer m learns teacher layer {distiller.step}m",
                 flush=True,
             )
-        return mlm_loop(
-            student, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped, objective=distiller
+        about = {"distill": {"teacher": teacher, "config": asdict(losses)}}
+        student = distiller.model
+        return run_on_blocks(
+            student, config, dist, data_dir, run_dir, manifest, resume_from, about, objective=distiller
         )
     finally:
         teardown()

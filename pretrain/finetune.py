@@ -19,6 +19,7 @@ the same, down to the files written.
 from __future__ import annotations
 
 import csv
+import filecmp
 import json
 import math
 import os
@@ -531,16 +532,11 @@ def task_distiller(
             f"the teacher {teacher} has a {kind} head; the {config.task} task needs a {head_kind_of(config.task)} head"
         )
     distiller = Distiller(teacher_hub.model, student, distill)
-    if not same_file(teacher_hub.tokenizer.model_path, student_tokenizer):
+    if not filecmp.cmp(teacher_hub.tokenizer.model_path, student_tokenizer, shallow=False):
         raise ValueError(
             f"the teacher {teacher} and the student tokenize differently: distill from the teacher's own encoder"
         )
     return distiller
-
-
-def same_file(a: str, b: str) -> bool:
-    with open(a, "rb") as first, open(b, "rb") as second:
-        return first.read() == second.read()
 
 
 TASK_ADAPTER = "task"  # the name of a MAD-X task adapter, here and in OUT/task_adapter

@@ -331,12 +331,34 @@ def _train(config, data_dir, run_dir, manifest, resume_from, init_from_hf, dist:
     if hf_state is not None:
         model.load_state_dict(hf_state)
     model.to(dist.device)
-    optimizer = make_optimizer(model, config)
-    stream, heldout = training_data(data_dir, config, dist)
-    scaler, step, skipped = restore(resume_from, config, dist, model, optimizer, stream)
+    return run_on_blocks(model, config, dist, data_dir, run_dir, manifest, resume_from, {"init_from_hf": init_from_hf})
+
+
+def run_on_blocks(
+    model: XLMRModel,
+    config: TrainConfig,
+    dist: Dist,
+    data_dir: str,
+    run_dir: str,
+    manifest: Dict,
+    resume_from: Optional[str],
+    about: Mapping,
+    languages: Optional[Sequence[str]] = None,
+    trainable_only: bool = False,
+    objective: Optional[torch.nn.Module] = None,
+) -> Dict:
+    """What pretraining, train-adapter and distill do once their model is built and on the
+    device: the optimizer (of the ``objective``'s parameters, when given), the blocks of
+    ``languages``, the checkpoint restored, the run folder's config (with ``about``) and
+    ``mlm_loop``."""
+    optimizer = make_optimizer(objective if objective is not None else model, config)
+    stream, heldout = training_data(data_dir, config, dist, languages)
+    scaler, step, skipped = restore(resume_from, config, dist, model, optimizer, stream, objective)
     if dist.is_main:
-        prepare_run_dir(run_dir, config, model_cfg, data_dir, manifest, {"init_from_hf": init_from_hf})
-    return mlm_loop(model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped)
+        prepare_run_dir(run_dir, config, model.config, data_dir, manifest, about)
+    return mlm_loop(
+        model, optimizer, scaler, stream, heldout, config, dist, run_dir, step, skipped, trainable_only, objective
+    )
 
 
 def check_data_fits(manifest: Dict, model_cfg: ModelConfig) -> None:
@@ -433,10 +455,10 @@ def mlm_loop(
             total_loss, total_tokens = dist.sum([window_loss, window_tokens])
             elapsed = time.perf_counter() - window_start
             loss = total_loss / max(window_count, 1.0)
-            perplexity = {"perplexity": math.exp(min(loss, 50.0))} if cross_entropy else {}
+            train_perplexity = {"perplexity": math.exp(min(loss, 50.0))} if cross_entropy else {}
             last["train"] = dict(
                 loss=loss,
-                **perplexity,
+                **train_perplexity,
                 lr=lr,
                 grad_norm=grad_norm,
                 loss_scale=scaler.get_scale() if scaler.is_enabled() else 1.0,
@@ -447,7 +469,7 @@ def mlm_loop(
             if dist.is_main:
                 print(
                     f"step {step:>7}/{config.last_step} | loss {loss:7.4f} | "
-                    + (f"ppl {perplexity['perplexity']:10.2f} | " if cross_entropy else "")
+                    + (f"ppl {train_perplexity['perplexity']:10.2f} | " if cross_entropy else "")
                     + f"lr {lr:.2e} "
                     f"| grad norm {grad_norm:7.3f} | {total_tokens / elapsed:9,.0f} tok/s"
                     + (f" | skipped {skipped}" if skipped else ""),
