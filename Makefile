@@ -3,7 +3,8 @@
 PYTHON   ?= python3
 VENV     := .venv
 PY       := $(VENV)/bin/python
-# Languages to keep: `100` (all of XLM-R's) or a comma list. The default fits the generated sample.
+# Languages to keep: `100` (all of XLM-R's) or a comma list, for the mine job, `make lm` and the sample's
+# reference models alike. The default fits the generated sample, which has text in 16 languages.
 LANGS    ?= en,de,fr,es,ru,zh,ar,hi,ja,vi,ur,is
 INPUT    ?=
 # A CommonCrawl dump to download and mine instead: make corpus LANGS=100 DUMP=CC-MAIN-2019-09 SEGMENTS=4
@@ -28,6 +29,10 @@ BEAM_ARGS ?=
 PYTEST_ARGS ?=
 
 comma := ,
+empty :=
+space := $(empty) $(empty)
+# LANGS in a file name: en_de_fr, or 100.
+LANGS_ID = $(subst $(comma),_,$(subst $(space),,$(strip $(LANGS))))
 
 # KenLM's model builders (lmplz, build_binary) are packaged nowhere: built from the kenlm sdist.
 KENLM_VERSION := 0.3.0
@@ -35,7 +40,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-perplexity bench-stream bench-train bench-memory bench-datatrove bench-adapters bench-distill lid-calibrate worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-read bench-perplexity bench-stream bench-train bench-memory bench-datatrove bench-adapters bench-distill lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,30 +73,29 @@ $(SAMPLE)/.done: | $(VENV)/.installed
 
 sample: $(SAMPLE)/.done
 
-# make lm LANGS=en,fr TEXT_DIR=dir LM_DIR=dir: one model pair per language from TEXT_DIR/<lang>.txt.
+# make lm LANGS=en,fr TEXT_DIR=dir LM_DIR=dir: a model pair for each language of LANGS (100: XLM-R's)
+# that has TEXT_DIR/<lang>.txt; one line names the languages without.
 lm: $(KENLM_DIR)/bin/lmplz
 	@test -n "$(LM_DIR)" || { echo "set LM_DIR=folder for the models"; exit 2; }
-	@for lang in $$(echo "$(LANGS)" | tr ',' ' '); do \
-		if [ -f "$(TEXT_DIR)/$$lang.txt" ]; then \
-			$(PY) -m filters.train_lm --lang $$lang --text "$(TEXT_DIR)/$$lang.txt" --out "$(LM_DIR)" || exit 1; \
-		else echo "$$lang: no $(TEXT_DIR)/$$lang.txt, no model"; fi; \
-	done
+	$(PY) -m filters.train_lm --langs '$(LANGS)' --text-dir '$(TEXT_DIR)' --out '$(LM_DIR)'
 
 ifneq ($(strip $(DUMP)),)
 corpus: $(VENV)/.installed
-	$(PY) -m ccnet_pipeline mine --dump $(DUMP) --segments $(SEGMENTS) --cache $(CACHE) --output $(OUT) --langs $(LANGS) $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
+	$(PY) -m ccnet_pipeline mine --dump $(DUMP) --segments $(SEGMENTS) --cache $(CACHE) --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
 else ifeq ($(strip $(INPUT)),)
 SAMPLE_LM := $(if $(LM_DIR),$(LM_DIR),out/lm)
-# Reference models for the sample, trained once from its reference text (again when LANGS change).
-$(SAMPLE_LM)/.done-$(subst $(comma),_,$(LANGS)): $(SAMPLE)/.done $(KENLM_DIR)/bin/lmplz
-	$(MAKE) --no-print-directory lm LANGS=$(LANGS) TEXT_DIR=$(SAMPLE)/reference LM_DIR=$(SAMPLE_LM)
+# Reference models for the sample, trained once from its reference text (again when LANGS change):
+# the sample has text in 16 languages, so LANGS=100 trains those 16 and names the 84 others.
+$(SAMPLE_LM)/.done-$(LANGS_ID): $(SAMPLE)/.done $(KENLM_DIR)/bin/lmplz
+	$(MAKE) --no-print-directory lm LANGS='$(LANGS)' TEXT_DIR=$(SAMPLE)/reference LM_DIR=$(SAMPLE_LM)
+	@mkdir -p $(@D)
 	touch $@
 
-corpus: $(SAMPLE_LM)/.done-$(subst $(comma),_,$(LANGS))
-	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs $(LANGS) $(LID_ARGS) --lm-dir $(SAMPLE_LM) --overwrite $(BEAM_ARGS)
+corpus: $(SAMPLE_LM)/.done-$(LANGS_ID)
+	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) --lm-dir $(SAMPLE_LM) --overwrite $(BEAM_ARGS)
 else
 corpus: $(VENV)/.installed
-	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs $(LANGS) $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
+	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
 endif
 
 # Recompute the shipped LID thresholds from SIB-200 train+dev, then measure one threshold (ccnet)
@@ -162,6 +166,10 @@ format: $(VENV)/.installed
 
 bench-pipeline: $(VENV)/.installed
 	$(PY) bench/pipeline.py
+
+# The WET reader against a bare warcio loop in three containers, and its time on bad input.
+bench-read: $(VENV)/.installed
+	$(PY) bench/read.py
 
 bench-perplexity: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) bench/perplexity.py

@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     paths = generate_sample(sample, SampleConfig(segments=64, docs_per_segment=args.docs_per_segment, seed=3))
     print(f"generated 64 segments of {args.docs_per_segment} pages in {time.perf_counter() - start:.0f} s")
-    hashed = [segment_hashes(ReadConfig(), path, DedupConfig().line_keys) for path in sorted(paths)]
+    hashed = [segment_hashes(ReadConfig(), path, path, DedupConfig().line_keys) for path in sorted(paths)]
     summaries = [summarize_segment(hashes, positions, "ccnet") for hashes, positions in hashed]
     automatic = DedupConfig(memory_per_worker=parse_size(args.memory_per_worker))
     print(

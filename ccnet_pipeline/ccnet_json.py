@@ -19,7 +19,7 @@ from typing import BinaryIO, Dict, Iterator, Optional, Tuple, Union
 import numpy as np
 
 from ccnet_pipeline.wet import QUARANTINE_PAYLOAD_BYTES, BadKind, BadRecord
-from filters.document import Document, make_document, segment_name
+from filters.document import Document, make_document
 from filters.quality import quality_signals
 from lid.languages import map_label
 
@@ -174,5 +174,5 @@ def read_ccnet_file(stream: BinaryIO, name: str) -> Iterator[Tuple[int, Union[Do
 class CcnetReader:
     """Reads CCNet output files where the mine job reads WET segments (``read.segment``)."""
 
-    def segment(self, stream: BinaryIO, path: str) -> Iterator[Tuple[int, Union[Document, BadRecord]]]:
-        return read_ccnet_file(stream, segment_name(path))
+    def segment(self, stream: BinaryIO, name: str) -> Iterator[Tuple[int, Union[Document, BadRecord]]]:
+        return read_ccnet_file(stream, name)

@@ -1,11 +1,15 @@
 """python -m ccnet_pipeline {mine,import-ccnet,download,sample,report} ...
 
 Every flag ``mine`` or ``import-ccnet`` does not know is passed to Beam unchanged (``--runner=DataflowRunner``,
-``--direct_num_workers=2 --direct_running_mode=multi_processing``, ...)."""
+``--direct_num_workers=2 --direct_running_mode=multi_processing``, ...); one that Beam does not know either
+is an error that names it and the nearest valid flag, before any work starts."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import importlib
 import json
 import logging
 import os
@@ -15,12 +19,13 @@ from typing import Dict, List, Optional
 
 from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.download import DownloadConfig, DumpSelection
+from ccnet_pipeline.report import MIN_DOCUMENTS
 from ccnet_pipeline.sample import SampleConfig
 from filters.perplexity import LanguageModel, available_languages
 from lid.languages import languages_without_label
 from lid.model import LanguageIdentifier, LidConfig
 from toolkit import storage
-from toolkit.cli import add_config_arguments, build_config, given, run_cli
+from toolkit.cli import add_config_arguments, build_config, given, nearest_flag, run_cli
 from toolkit.corpus import Layout
 
 
@@ -36,7 +41,9 @@ class UsageError(ValueError):
 
 
 def _mine_parser(sub) -> None:
-    mine = sub.add_parser("mine", help="WET files -> deduplicated, language-identified Parquet shards")
+    mine = sub.add_parser(
+        "mine", allow_abbrev=False, help="WET files -> deduplicated, language-identified Parquet shards"
+    )
     source = mine.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", help="glob of WET files, e.g. 'data/*.warc.wet.gz'")
     source.add_argument("--dump", help="a CommonCrawl dump, e.g. CC-MAIN-2019-09: download what is missing, then mine")
@@ -82,7 +89,9 @@ def _download(args) -> List[str]:
 
 def _import_parser(sub) -> None:
     imported = sub.add_parser(
-        "import-ccnet", help="CCNet output (or Dolma-wrapped CCNet) -> this project's Parquet corpus"
+        "import-ccnet",
+        allow_abbrev=False,
+        help="CCNet output (or Dolma-wrapped CCNet) -> this project's Parquet corpus",
     )
     add_config_arguments(imported, ImportConfig)
     imported.add_argument(
@@ -117,6 +126,9 @@ def _print_summary(stats: Dict, output: str) -> None:
     print(
         f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}"
     )
+    invalid_dates = stats["counters"].get("read/invalid_date", 0)
+    if invalid_dates:
+        print(f"{invalid_dates} documents have no valid WARC-Date: kept, with a null date_download")
     print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")
     for language, buckets in sorted(stats["output"].items()):
         counts = "".join(f"{buckets.get(b, {}).get('documents', 0):8d}" for b in ("head", "middle", "tail", "all"))
@@ -128,13 +140,19 @@ def _report_parser(sub) -> None:
     report = sub.add_parser("report", help="per language: documents kept and dropped by language ID, and a PNG")
     report.add_argument("output", help="a corpus folder (the mine job's --output)")
     report.add_argument("--png", help="where to draw the score histograms (default: OUTPUT/lid_report.png)")
+    report.add_argument(
+        "--min-documents",
+        type=int,
+        default=MIN_DOCUMENTS,
+        help=f"labels with fewer documents get a row in the table, no panel in the PNG (default: {MIN_DOCUMENTS})",
+    )
 
 
 def _report(args) -> int:
     from ccnet_pipeline.report import report
 
     png = args.png or Layout(args.output).path("lid_report.png")
-    print(report(args.output, png))
+    print(report(args.output, png, args.min_documents))
     print(f"wrote {png}")
     return 0
 
@@ -204,8 +222,8 @@ def _warn_of_languages_without_label(identifier: LanguageIdentifier, lid: LidCon
 def _mine(args, beam_args: List[str]) -> int:
     from ccnet_pipeline.pipeline import list_segments, load_cutoffs, run
 
-    inputs = tuple(_download(args)) if args.dump else (args.input,)
-    config = build_config(MineConfig, given(args), {"input": inputs}).with_absolute_paths()
+    # Everything the job is given is checked before a download of --dump starts.
+    config = build_config(MineConfig, given(args), {"input": (args.input or args.dump,)}).with_absolute_paths()
     identifier = LanguageIdentifier(storage.localize(config.lid.model_path))
     identifier.model  # noqa: B018 -- a missing or corrupt model fails here, not on a worker
     if config.lm_dir:
@@ -213,6 +231,8 @@ def _mine(args, beam_args: List[str]) -> int:
     if config.cutoffs_file:
         load_cutoffs(config)  # a malformed file fails here
     _warn_of_languages_without_label(identifier, config.lid)
+    if args.dump:
+        config = dataclasses.replace(config, input=tuple(_download(args))).with_absolute_paths()
     segments = list_segments(config.input)
     _prepare_output(config.output, {"config": config.to_json(), "segments": segments}, args.overwrite)
     return _run_once(config.output, lambda: run(config, segments, beam_args))
@@ -231,6 +251,81 @@ def _sample(args) -> int:
     return 0
 
 
+def _import_runner(beam_args: List[str]) -> None:
+    """Import the module of the runner ``--runner`` names, as Beam does when it builds the
+    pipeline, so that the options it registers (a ``PipelineOptions`` subclass defined there)
+    are known. One that fails to import is left for Beam to report."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    name = None
+    for arg, following in zip(beam_args, [*beam_args[1:], None]):
+        if arg == "--runner":
+            name = following
+        elif arg.startswith("--runner="):
+            name = arg.split("=", 1)[1]
+    if not name:
+        return
+    known = {path.rsplit(".", 1)[-1].lower(): path for path in StandardOptions.ALL_KNOWN_RUNNERS}
+    path = known.get(name.lower(), known.get(name.lower() + "runner", name))
+    if "." in path:
+        with contextlib.suppress(Exception):
+            importlib.import_module(path.rsplit(".", 1)[0])
+
+
+def beam_parser(beam_args: List[str] = ()) -> argparse.ArgumentParser:
+    """A parser of every flag Beam knows, built as Beam builds its own when it reads the options
+    (``PipelineOptions.get_all_options``): each registered ``PipelineOptions`` subclass (standard,
+    Direct, GoogleCloud, Worker, Setup, Debug, Portable, Flink, Spark, Prism, ... and those of the
+    runner ``--runner`` names) adds its flags, abbreviations off. A value it rejects is a
+    ``UsageError``, not Beam's usage text."""
+    _import_runner(list(beam_args))
+    from apache_beam.options import pipeline_options
+
+    class Parser(pipeline_options._BeamArgumentParser):  # it adds Beam's ValueProvider flags
+        def error(self, message):
+            if message.startswith("ambiguous option: "):
+                return  # as Beam's: no abbreviations are matched
+            raise UsageError(f"Beam option {message}")
+
+    parser = Parser(prog="beam", allow_abbrev=False)
+    for cls in {str(cls): cls for cls in pipeline_options.PipelineOptions.__subclasses__()}.values():
+        cls._add_argparse_args(parser)
+    return parser
+
+
+def _flags(parser: argparse.ArgumentParser) -> List[str]:
+    return [name for action in parser._actions for name in action.option_strings if name.startswith("--")]
+
+
+def check_beam_args(beam_args: List[str], job: argparse.ArgumentParser) -> None:
+    """What the job's parser (``job``) left over goes to Beam: each must be a flag Beam knows
+    (``--flag=value`` or ``--flag value``, repeated where Beam appends, as ``--experiments``).
+    Otherwise a ``UsageError`` names each unknown flag and the nearest flag of the job or of
+    Beam (``unknown option --min_len (did you mean --min-len?)``), or else the first value no
+    flag takes. (Beam itself would log "Discarding unparseable args" and run without them.)"""
+    if not beam_args:
+        return
+    beam = beam_parser(beam_args)
+    unknown = [arg for arg in beam.parse_known_args(beam_args)[1] if arg != "--"]  # "--": no more options
+    if not unknown:
+        return
+    options = [arg for arg in unknown if arg.startswith("-")]
+    if options:
+        candidates = _flags(job) + _flags(beam)
+        described = []
+        for option in options:
+            name = option.split("=", 1)[0]
+            nearest = nearest_flag(name, candidates)
+            described.append(f"{name} (did you mean {nearest}?)" if nearest else name)
+        raise UsageError(f"unknown option{'s' if len(described) > 1 else ''} {', '.join(described)}")
+    value = unknown[0]
+    index = beam_args.index(value)
+    before = beam_args[index - 1].split("=", 1)[0] if index else ""
+    action = beam._option_string_actions.get(before)
+    why = f"{before} takes no value" if action is not None and action.nargs == 0 else "no option takes it"
+    raise UsageError(f"unexpected argument {value!r}: {why} (options are --flag=value or --flag value)")
+
+
 COMMANDS = {"mine": _mine, "import-ccnet": _import}  # the Beam jobs: flags they do not know go to Beam
 
 
@@ -247,6 +342,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     def run(args, rest: List[str]) -> int:
         if args.command in COMMANDS:
+            check_beam_args(rest, sub.choices[args.command])
             return COMMANDS[args.command](args, rest)
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")

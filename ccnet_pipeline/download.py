@@ -6,8 +6,9 @@ The listing ``crawl-data/<dump>/wet.paths.gz`` names the files; they land in the
 same relative paths. Each file streams to ``<path>.tmp``, resumes with an HTTP Range request
 after a cut, is checked against Content-Length and decompressed whole (every gzip member)
 before the rename; 5xx, 429 (honouring Retry-After), time-outs and connection resets are retried
-with exponential backoff and jitter, other 4xx are not. A file already in the cache is not
-fetched again.
+with exponential backoff and jitter, other 4xx are not, nor is a host name that does not resolve
+(no network, no DNS or a wrong ``--base-url``: the error names the host at once). A file already
+in the cache is not fetched again.
 """
 
 from __future__ import annotations
@@ -15,18 +16,21 @@ from __future__ import annotations
 import gzip
 import os
 import random
+import socket
 import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
 
 import requests
 from tqdm import tqdm
+from urllib3.exceptions import NameResolutionError
 
 from toolkit import storage
-from toolkit.cli import flag
+from toolkit.cli import ConfigError, flag
 
 DEFAULT_BASE_URL = "https://data.commoncrawl.org/"
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -57,27 +61,52 @@ class DumpSelection:
 
     dump: str = field(metadata=flag(cli=False))  # a CommonCrawl dump, e.g. CC-MAIN-2019-09
     segments: Optional[int] = None  # the first N WET files of the dump (default: all)
-    shard: Optional[str] = None  # i/n: every n-th WET file from the i-th, for n machines
+    shard: Optional[str] = None  # i/n: every n-th WET file from the i-th, for n machines (i from 0 to n-1)
+
+    def __post_init__(self):
+        # Checked here, before any download: the error names the flag, not the dataclass.
+        try:
+            parse_shard(self.shard)
+            check_segments(self.segments)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
     def select(self, paths: Sequence[str]) -> List[str]:
         return select_paths(paths, self.segments, self.shard)
+
+
+def parse_shard(shard: Optional[str]) -> Optional[Tuple[int, int]]:
+    """``"i/n"`` -> (i, n), with 0 <= i < n; None -> None."""
+    if not shard:
+        return None
+    try:
+        index, count = (int(part) for part in shard.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard takes i/n, e.g. 0/8, got {shard!r}") from None
+    if count < 1:
+        raise ValueError(f"--shard {shard}: n, the number of shards, must be >= 1")
+    if not 0 <= index < count:
+        raise ValueError(
+            f"--shard {shard}: i must be in 0..{count - 1} (shards count from 0: 0/{count} to {count - 1}/{count})"
+        )
+    return index, count
+
+
+def check_segments(segments: Optional[int]) -> None:
+    if segments is not None and segments < 1:
+        raise ValueError(f"--segments must be >= 1, got {segments}")
 
 
 def select_paths(paths: Sequence[str], segments: Optional[int] = None, shard: Optional[str] = None) -> List[str]:
     """The first ``segments`` paths, or with ``shard="i/n"`` every n-th path from the i-th
     (a disjoint split of the dump over n machines), or all."""
     selected = list(paths)
-    if shard:
-        try:
-            index, count = (int(part) for part in shard.split("/"))
-        except ValueError:
-            raise ValueError(f"--shard takes i/n, e.g. 0/8, got {shard!r}") from None
-        if not 0 <= index < count:
-            raise ValueError(f"--shard {shard}: need 0 <= i < n")
+    parsed = parse_shard(shard)
+    if parsed:
+        index, count = parsed
         selected = selected[index::count]
+    check_segments(segments)
     if segments is not None:
-        if segments < 1:
-            raise ValueError("--segments must be >= 1")
         selected = selected[:segments]
     return selected
 
@@ -91,7 +120,30 @@ class _Retry(Exception):
 
 
 class _Fatal(Exception):
-    """A failure no retry will fix (404, 403, ...)."""
+    """A failure no retry will fix (404, 403, a host name that does not resolve, ...)."""
+
+
+def _name_resolution_failure(error: BaseException, url: str) -> Optional[str]:
+    """What to say when ``error`` (requests wraps urllib3 wraps socket) is a host name that did not
+    resolve; None for any other error."""
+    seen, pending, host, reason = set(), [error], None, None
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, NameResolutionError):
+            host = getattr(getattr(current, "conn", None), "host", None) or host
+        elif isinstance(current, socket.gaierror):
+            reason = current.strerror or str(current)
+        pending += [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        pending += [arg for arg in current.args if isinstance(arg, BaseException)]
+    if host is None and reason is None:
+        return None
+    return (
+        f"cannot resolve the host name {host or urlsplit(url).hostname}{f' ({reason})' if reason else ''}:"
+        " no network, no DNS, or a wrong --base-url"
+    )
 
 
 def _retry_after(response: requests.Response) -> Optional[float]:
@@ -181,6 +233,9 @@ class Downloader:
                 requests.Timeout,
                 requests.exceptions.ChunkedEncodingError,
             ) as error:
+                unresolved = _name_resolution_failure(error, self.url(relative))
+                if unresolved:  # not transient as a reset is: retries would only delay the error by minutes
+                    return unresolved
                 last = f"{type(error).__name__}: {error}"
                 if attempt == self.config.retries:
                     break

@@ -8,21 +8,22 @@ import logging
 import os
 import posixpath
 import re
-import sys
-import threading
-import time
 from typing import Dict, List, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import FileSystem
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.stats import job_stats, sum_counters
 from ccnet_pipeline.transforms import (
     BAD,
     COUNTERS,
     DROPPED,
+    FILTER_PASS,
+    HASH_PASS,
+    IMPORT_PASS,
     KEPT,
     NAMESPACE,
     PARTITIONS,
@@ -37,6 +38,7 @@ from ccnet_pipeline.transforms import (
     WriteShards,
 )
 from filters.dedup import MinLength
+from filters.document import segment_names
 from filters.perplexity import BucketConfig, Cutoffs, available_languages, format_cutoffs, read_cutoffs
 from filters.stage import reason_stages
 from toolkit import storage
@@ -109,7 +111,7 @@ def build(
     """Add the mine job to ``pipeline``; ``committed`` holds the markers of segments an earlier
     run committed, which are read back instead of mined again."""
     layout = Layout(config.output)
-    indexed = list(enumerate(segments))
+    indexed = list(enumerate(zip(segments, segment_names(segments))))
     every = pipeline | "Segments" >> beam.Create(indexed)
     to_mine = pipeline | "SegmentsToMine" >> beam.Create([s for s in indexed if s[0] not in committed])
     deduped = (every, to_mine) | "Deduplicate" >> Deduplicate(config.dedup, config.read, layout)
@@ -208,9 +210,6 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     return PipelineOptions(args)
 
 
-PROGRESS_SECONDS = 30.0  # how often a running mine job reports its committed segments
-
-
 def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Dict:
     """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
     resuming after the segments an earlier run committed; returns the stats it wrote."""
@@ -219,46 +218,27 @@ def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -
 
 
 def execute(
-    config: MineConfig, segments: Sequence[str], beam_args: Sequence[str], progress_seconds: float = PROGRESS_SECONDS
+    config: MineConfig,
+    segments: Sequence[str],
+    beam_args: Sequence[str],
+    progress_seconds: float = progress.REPORT_SECONDS,
 ):
     """``run``, returning Beam's result of the job (its metrics: ``job_counters``); every
-    ``progress_seconds`` it prints how many segments are committed, if that changed."""
+    ``progress_seconds`` it prints how far the job got (``progress.reporting``), if that changed."""
     pipeline, options = new_pipeline(beam_args)
+    layout = Layout(config.output)
     committed = committed_segments(config.output, segments)
     build(pipeline, config, segments, options, committed)
     logging.info(
         "mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed)
     )
-    return finish(pipeline, config.output, reporting_progress(config.output, len(segments), progress_seconds))
-
-
-@contextlib.contextmanager
-def reporting_progress(output: str, total: int, seconds: float):
-    """While the block runs, every ``seconds`` and once at its end, a line on stderr when the
-    number of committed segments has changed: their markers, which any runner's workers write
-    to the output."""
-    stop, started = threading.Event(), time.monotonic()
-
-    def report(last: int = -1) -> None:
-        finished = False
-        while not finished:  # a last count once the block is done
-            finished = stop.wait(seconds)
-            try:
-                done = len(storage.match(Layout(output).markers))
-            except OSError:  # a listing that failed: try again next time
-                continue
-            if done != last:
-                minutes, rest = divmod(int(time.monotonic() - started), 60)
-                print(f"mine: {done}/{total} segments committed ({minutes}m{rest:02d}s)", file=sys.stderr, flush=True)
-                last = done
-
-    reporter = threading.Thread(target=report, name="progress", daemon=True)
-    reporter.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        reporter.join()
+    hashed = {int(path.rsplit("/", 1)[-1].split(".")[0]) for path in storage.match(layout.hash_files)}
+    passes = [
+        progress.Pass(HASH_PASS, "hashing", tuple(i for i in range(len(segments)) if i not in hashed)),
+        progress.Pass(FILTER_PASS, "filtering", tuple(i for i in range(len(segments)) if i not in committed)),
+    ]
+    report = progress.reporting(config.output, segments, passes, count_commits=True, seconds=progress_seconds)
+    return finish(pipeline, config.output, report)
 
 
 def new_pipeline(beam_args: Sequence[str]):
@@ -308,8 +288,11 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
     """Convert CCNet output ``files`` into a Parquet corpus at ``config.output`` (shards,
     manifest, stats, quarantine); returns the stats it wrote."""
     pipeline, options = new_pipeline(beam_args)
+    passes = [progress.Pass(IMPORT_PASS, "converting", tuple(range(len(files))))]
     converted = (
-        pipeline | "Files" >> beam.Create(list(enumerate(files))) | "ImportCcnet" >> ImportCcnet(Layout(config.output))
+        pipeline
+        | "Files" >> beam.Create(list(enumerate(zip(files, segment_names(files)))))
+        | "ImportCcnet" >> ImportCcnet(Layout(config.output))
     )
     (
         converted[KEPT]
@@ -325,7 +308,7 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
             beam.pvalue.AsSingleton(converted[COUNTERS] | "SumCounters" >> beam.CombineGlobally(sum_counters)),
         )
     )
-    finish(pipeline, config.output)
+    finish(pipeline, config.output, progress.reporting(config.output, files, passes, prefix="import-ccnet"))
     return storage.read_json(Layout(config.output).stats)
 
 

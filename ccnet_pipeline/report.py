@@ -1,19 +1,29 @@
 """``python -m ccnet_pipeline report OUT``: what language ID kept and dropped, per top-1 label.
 
 From OUT/stats.json (``language_id``: counts and score histograms per label) and the thresholds
-in OUT/manifest.json's config; prints a table, most documents first, and draws each label's
-score histogram, kept and dropped, with its threshold, so that a starved language shows."""
+in OUT/manifest.json's config; prints a table, most documents first, and draws the score
+histogram of each label with at least ``MIN_DOCUMENTS`` documents, kept and dropped on a log axis,
+with its threshold, so that a starved language shows (the labels with fewer are named under the
+panels and are rows of the table)."""
 
 from __future__ import annotations
 
-from typing import Dict, List
+import textwrap
+from typing import Dict, List, Tuple
 
 from ccnet_pipeline.stats import SCORE_BINS
 from lid.model import language_thresholds
 from toolkit import storage
 from toolkit.corpus import Layout
 
-PLOTTED_LABELS = 30  # the report's PNG shows the labels with the most documents
+MIN_DOCUMENTS = 20  # a label with fewer documents gets its row in the printed table, no panel
+PLOTTED_LABELS = 40  # at most this many panels, most documents first
+COLUMNS, PANEL_INCHES, DPI = 4, (3.6, 2.5), 100  # 1440 pixels wide
+OUTCOMES = (  # bottom to top: the few dropped documents sit at the foot of the log axis
+    ("below_threshold", "below threshold (dropped)", "tab:red"),
+    ("not_selected", "not selected (dropped)", "tab:gray"),
+    ("kept", "kept", "tab:green"),
+)
 
 
 def thresholds_of(manifest: Dict) -> Dict[str, float]:
@@ -54,49 +64,100 @@ def format_table(rows: List[Dict]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: List[Dict], path: str) -> None:
-    """Small multiples: per label, its documents per score bin, kept, below threshold and not
-    selected stacked, and a line at its threshold."""
-    import matplotlib
+def panel_rows(rows: List[Dict], min_documents: int = MIN_DOCUMENTS) -> Tuple[List[Dict], List[Dict]]:
+    """(the rows that get a panel: at least ``min_documents`` documents, at most ``PLOTTED_LABELS``
+    of them, most first; the rest)."""
+    enough = [row for row in rows if row["documents"] >= min_documents]
+    shown = enough[:PLOTTED_LABELS]
+    return shown, [row for row in rows if row not in shown]
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    shown = rows[:PLOTTED_LABELS]
-    columns = 5
-    lines = max(1, -(-len(shown) // columns))
-    figure, axes = plt.subplots(lines, columns, figsize=(3.2 * columns, 2.2 * lines), squeeze=False)
+def _left_out(rest: List[Dict], min_documents: int, width: int) -> List[str]:
+    """Lines naming the labels without a panel, each with its documents and kept."""
+    if not rest:
+        return []
+    head = (
+        f"No panel for {len(rest)} label(s) ({sum(r['documents'] for r in rest)} documents, "
+        f"{sum(r['kept'] for r in rest)} kept): fewer than {min_documents} documents"
+        + (f", or past the first {PLOTTED_LABELS}" if any(r["documents"] >= min_documents for r in rest) else "")
+        + "; all in the printed table (label documents/kept):"
+    )
+    names = ", ".join(f"{r['label']} {r['documents']}/{r['kept']}" for r in rest)
+    return [head] + textwrap.wrap(names, width)
+
+
+def draw(rows: List[Dict], min_documents: int = MIN_DOCUMENTS):
+    """The report's figure: per label with at least ``min_documents`` documents, its documents per
+    score bin on a log axis (below threshold, not selected and kept stacked, in that order) and a
+    dashed line at its threshold; under the panels, the legend and the labels left out."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    shown, rest = panel_rows(rows, min_documents)
+    footer = _left_out(rest, min_documents, width=150)
+    lines = max(1, -(-len(shown) // COLUMNS))
+    panels_inches, footer_inches = PANEL_INCHES[1] * lines + 0.8, 0.5 + 0.2 * len(footer)
+    figure = Figure(figsize=(COLUMNS * PANEL_INCHES[0], panels_inches + footer_inches + 0.4), layout="constrained")
+    figure.suptitle(
+        f"Language ID: documents per score bin of each top-1 label with at least {min_documents} documents "
+        f"({len(shown)} of {len(rows)} labels)",
+        fontsize=13,
+    )
+    top, bottom_figure = figure.subfigures(2, 1, height_ratios=[panels_inches, footer_inches])
     edges = [i / SCORE_BINS for i in range(SCORE_BINS)]
-    width = 1 / SCORE_BINS
-    for axis, row in zip(axes.flat, shown):
+    for index, row in enumerate(shown):
+        axis = top.add_subplot(lines, COLUMNS, index + 1)
         bottom = [0] * SCORE_BINS
-        for outcome, color in (("kept", "tab:green"), ("below_threshold", "tab:red"), ("not_selected", "tab:gray")):
+        for outcome, _, color in OUTCOMES:
             counts = row["histograms"][outcome]
-            axis.bar(
-                edges, counts, width=width, align="edge", bottom=bottom, color=color, label=outcome.replace("_", " ")
-            )
+            axis.bar(edges, counts, width=1 / SCORE_BINS, align="edge", bottom=bottom, color=color)
             bottom = [b + n for b, n in zip(bottom, counts)]
         if row["threshold"] is not None:
-            axis.axvline(row["threshold"], color="black", linewidth=1)
-        axis.set_title(f"{row['label']}: {row['kept']} kept, {100 * row['dropped_share']:.0f}% dropped", fontsize=9)
+            axis.axvline(row["threshold"], color="black", linestyle="--", linewidth=1.2)
+            status = f"{row['kept']} kept, {100 * row['dropped_share']:.0f}% dropped"
+        else:
+            status = "not selected"
+        axis.set_title(f"{row['label']}: {row['documents']} docs, {status}", fontsize=11)
+        axis.set_yscale("log")
+        axis.set_ylim(0.5, max(10, 2 * max(bottom)))
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.yaxis.set_minor_formatter(NullFormatter())
         axis.set_xlim(0, 1)
-        axis.tick_params(labelsize=7)
-    for axis in list(axes.flat)[len(shown) :]:
-        axis.axis("off")
-    if shown:
-        axes.flat[0].legend(fontsize=7)
-    figure.supxlabel("language ID score of the top-1 label (line: threshold)")
-    figure.tight_layout()
+        axis.tick_params(labelsize=9)
+        axis.grid(axis="y", alpha=0.3)
+    if not shown:
+        top.text(0.5, 0.5, f"no label has {min_documents} documents or more", ha="center", va="center", fontsize=12)
+    top.supxlabel("language ID score of the top-1 label (bins of 0.05)", fontsize=11)
+    top.supylabel("documents (log scale)", fontsize=11)
+    handles = [Patch(color=color, label=name) for _, name, color in OUTCOMES]
+    handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1.2, label="the label's threshold"))
+    bottom_figure.legend(handles=handles, loc="upper center", ncols=len(handles), fontsize=10, frameon=False)
+    bottom_figure.text(
+        0.01, 0.45 if footer else 0, "\n".join(footer), ha="left", va="top", fontsize=9, family="monospace"
+    )
+    return figure
+
+
+def plot(rows: List[Dict], path: str, min_documents: int = MIN_DOCUMENTS):
+    """Draws the report's figure (``draw``) as a PNG at ``path``; returns the figure."""
+    figure = draw(rows, min_documents)
     with storage.atomic_path(path) as temporary:
-        figure.savefig(temporary, format="png", dpi=80)
-    plt.close(figure)
+        figure.savefig(temporary, format="png", dpi=DPI)
+    return figure
 
 
-def report(output: str, png: str) -> str:
-    """The table of a corpus at ``output``; draws its PNG at ``png``."""
+def report(output: str, png: str, min_documents: int = MIN_DOCUMENTS) -> str:
+    """The table of a corpus at ``output``; draws its PNG at ``png`` (a panel per label with at
+    least ``min_documents`` documents)."""
     layout = Layout(output)
     stats = storage.read_json(layout.stats)
     manifest = storage.read_json(layout.manifest) if storage.exists(layout.manifest) else {}
     rows = report_rows(stats, thresholds_of(manifest))
-    plot(rows, png)
-    return format_table(rows)
+    plot(rows, png, min_documents)
+    few = sum(1 for row in rows if row["documents"] < min_documents)
+    note = (
+        f"\n{few} label(s) with fewer than {min_documents} documents: in the table, no panel in the PNG" if few else ""
+    )
+    return format_table(rows) + note

@@ -29,6 +29,8 @@ class SegmentCounts:
     def read(self, doc: Document) -> None:
         counts = self.counts
         counts["read/documents"] += 1
+        if doc["date_download"] is None:
+            counts["read/invalid_date"] += 1  # kept, with a null date
         counts["dedup/lines_in"] += doc["original_nlines"]
         counts["dedup/lines_removed"] += doc["original_nlines"] - doc["nlines"]
         counts["dedup/chars_in"] += doc["original_length"]

@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 from apache_beam.metrics import Metrics
 
 from ccnet_pipeline.ccnet_json import CcnetReader
+from ccnet_pipeline.progress import SegmentProgress
 from ccnet_pipeline.shards import ShardWriter, write_parquet
 from ccnet_pipeline.stats import SegmentCounts, document_counters, file_counters, segment_counters
 from ccnet_pipeline.wet import BadKind, BadRecord, Item, ReadConfig
@@ -54,7 +55,7 @@ from filters.dedup import (
     split_by_partition,
     summarize_segment,
 )
-from filters.document import ARROW_SCHEMA, Document, segment_name
+from filters.document import ARROW_SCHEMA, Document
 from filters.perplexity import PERCENTILES, BucketConfig, Cutoffs, bucket
 from filters.stage import Result, Stage, apply_stages
 from toolkit import storage
@@ -64,6 +65,7 @@ NAMESPACE = "ccnet"  # the job's counters, those of stats.json
 PROGRESS = "progress"  # live counters of the stages
 KEPT, DROPPED, BAD, SEEN, COUNTERS, PERPLEXITIES = "kept", "dropped", "bad", "seen", "counters", "perplexities"
 PARTITIONS = "partitions"
+HASH_PASS, FILTER_PASS, IMPORT_PASS = "hash", "filter", "import"  # the passes over the input (progress files)
 
 
 @cache
@@ -77,28 +79,37 @@ def raise_counters(counts: Mapping[str, int]) -> None:
         counter(name).inc(value)
 
 
-def read_segment_items(read, path: str) -> Iterator[Tuple[int, Item]]:
-    """``read.segment`` of the file at ``path`` (``read``: a ReadConfig, or import-ccnet's
-    CcnetReader). A file that cannot be opened or read (removed since it was listed, a
+def read_segment_items(
+    read, path: str, name: str, progress: Optional[SegmentProgress] = None
+) -> Iterator[Tuple[int, Item]]:
+    """``read.segment`` of the file at ``path``, named ``name`` (its cc_segment: ``segment_names``;
+    ``read``: a ReadConfig, or import-ccnet's CcnetReader), how far it got reported to
+    ``progress``. A file that cannot be opened or read (removed since it was listed, a
     directory, a broken link or link loop, no permission, an I/O error) ends the segment with
     one ``unreadable_file`` BadRecord; the records read before it stay."""
-    next_record = 0
+    next_record = documents = 0
     try:
         if not storage.is_remote(path):  # opening a FIFO or a device would block or read forever
             mode = os.stat(path).st_mode
             if not stat.S_ISREG(mode):
                 raise OSError("is a directory" if stat.S_ISDIR(mode) else "not a regular file")
         with storage.open_read(path) as stream:
-            for record, item in read.segment(stream, path):
+            for record, item in read.segment(stream, name):
                 yield record, item
                 next_record = record + 1
+                if progress is not None:
+                    documents += not isinstance(item, BadRecord)
+                    progress.update(stream.tell(), documents)
     except OSError as error:
         detail = f"cannot read {path}: {error.strerror or error}" + (
             f" (after {next_record} records)" if next_record else ""
         )
-        yield next_record, BadRecord(BadKind.UNREADABLE_FILE.value, segment_name(path), 0, "", detail, b"")
+        yield next_record, BadRecord(BadKind.UNREADABLE_FILE.value, name, 0, "", detail, b"")
+    if progress is not None:
+        progress.finish()
 
 
+Segment = Tuple[str, str]  # an input file: (path, cc_segment)
 Batch = Tuple[int, List[Tuple[int, Document]]]  # (segment index, [(record index, document)])
 DroppedBatch = Tuple[int, List[Tuple[int, str, Document]]]  # (segment index, [(record, reason, doc)])
 
@@ -149,11 +160,13 @@ class ApplyStage(beam.PTransform):
 # --- Deduplicate -------------------------------------------------------------------------
 
 
-def segment_hashes(read: ReadConfig, path: str, line_keys) -> Tuple[np.ndarray, np.ndarray]:
+def segment_hashes(
+    read: ReadConfig, path: str, name: str, line_keys, progress: Optional[SegmentProgress] = None
+) -> Tuple[np.ndarray, np.ndarray]:
     """The hashes and positions of every line of the segment at ``path`` (bad records skipped)."""
     records = (
         (record, item["raw_content"])
-        for record, item in read_segment_items(read, path)
+        for record, item in read_segment_items(read, path, name, progress)
         if not isinstance(item, BadRecord)
     )
     return segment_line_hashes(records, line_keys)
@@ -168,12 +181,13 @@ class HashSegment(beam.DoFn):
         self.read = read
         self.layout = layout
 
-    def process(self, segment: Tuple[int, str]):
-        index, path = segment
+    def process(self, segment: Tuple[int, Segment]):
+        index, (path, name) = segment
         if storage.exists(self.layout.hashes(index)):
             hashes, positions = load_hashes(self.layout, index)
         else:
-            hashes, positions = segment_hashes(self.read, path, self.config.line_keys)
+            progress = SegmentProgress(self.layout, HASH_PASS, index)
+            hashes, positions = segment_hashes(self.read, path, name, self.config.line_keys, progress)
             with storage.atomic_write(self.layout.hashes(index)) as out:
                 np.save(out, np.stack([hashes, positions]))
         yield index, summarize_segment(hashes, positions, self.config.mode)
@@ -223,13 +237,13 @@ class RemoveDuplicateLines(beam.DoFn):
             yield from self.filter_segment(index, groups)
 
     def filter_segment(self, index: int, groups: Dict[str, List]):
-        (path,) = groups["path"]
+        ((path, name),) = groups["path"]
         yield beam.pvalue.TaggedOutput(SEEN, (index, path))
         remove_all = groups["removed"]
         remove_all = np.concatenate(remove_all) if remove_all else np.empty(0, dtype=np.uint64)
         removed = removed_lines_by_record(removed_positions(*load_hashes(self.layout, index), remove_all))
         records, results, bad = [], [], []
-        for record, item in read_segment_items(self.read, path):
+        for record, item in read_segment_items(self.read, path, name, SegmentProgress(self.layout, FILTER_PASS, index)):
             if isinstance(item, BadRecord):
                 bad.append(item)
             else:
@@ -244,11 +258,11 @@ class RemoveDuplicateLines(beam.DoFn):
 
 
 class Deduplicate(beam.PTransform):
-    """(segment index, path) -> documents without duplicated lines, as CCNet: hash every line
+    """(segment index, (path, name)) -> documents without duplicated lines, as CCNet: hash every line
     (pass 1), shuffle each segment's distinct hashes by partition to find the duplicated ones,
     reread and filter each segment (pass 2). No worker holds more than one partition of segment
     summaries or one segment's hashes. Input: (every segment, the segments still to mine), both
-    as (index, path); every segment's hashes count, committed ones are read back. Output: the
+    as (index, (path, name)); every segment's hashes count, committed ones are read back. Output: the
     batches of ``RemoveLines`` and, on ``partitions``, the number of hash partitions used (a
     one-element PCollection)."""
 
@@ -394,7 +408,7 @@ class MarkSegment(beam.DoFn):
                 bad.extend(value)
             else:
                 counted.append(value)
-        bad.sort(key=lambda record: record.offset)
+        bad.sort(key=lambda record: (record.offset, record.offset_in_member))
         write_bad_input(self.layout, bad)
         counters = segment_counters([*counted, document_counters(bad=bad)])
         storage.write_text(
@@ -569,7 +583,7 @@ class WriteShards(beam.PTransform):
 
 
 class ConvertCcnetFile(beam.DoFn):
-    """(index, path of a CCNet output file) -> its documents as Parquet shards
+    """(index, (path, name) of a CCNet output file) -> its documents as Parquet shards
     ``<lang>/<bucket>/part-<index>.parquet`` (streamed, never held whole), its bad lines in
     the bad-input quarantine; yields the file summaries and, on ``counters``, its counters."""
 
@@ -577,10 +591,12 @@ class ConvertCcnetFile(beam.DoFn):
         self.layout = layout
 
     def process(self, element):
-        index, path = element
+        index, (path, name) = element
         counts, bad = SegmentCounts(), []
         with ShardWriter(self.layout.root, index) as writer:
-            for _, item in read_segment_items(CcnetReader(), path):
+            for _, item in read_segment_items(
+                CcnetReader(), path, name, SegmentProgress(self.layout, IMPORT_PASS, index)
+            ):
                 if isinstance(item, BadRecord):
                     counts.bad(item)
                     bad.append(item)
@@ -595,7 +611,7 @@ class ConvertCcnetFile(beam.DoFn):
 
 
 class ImportCcnet(beam.PTransform):
-    """(index, path) of CCNet output files (CCNet's JSON lines or Dolma's wrapping of them) ->
+    """(index, (path, name)) of CCNet output files (CCNet's JSON lines or Dolma's wrapping of them) ->
     this project's Parquet corpus files: the file summaries (main) and per-file counters."""
 
     def __init__(self, layout: Layout):

@@ -8,14 +8,14 @@ plain dict (typed as ``Document``): dicts pass through Beam's fast coders and st
 from __future__ import annotations
 
 import re
-from typing import List, Optional, TypedDict
+from typing import List, Optional, Sequence, TypedDict
 
 import pyarrow as pa
 
 
 class Document(TypedDict):
     url: str  # WARC-Target-URI
-    date_download: str  # WARC-Date, e.g. "2019-02-15T19:15:59Z"
+    date_download: Optional[str]  # WARC-Date, e.g. "2019-02-15T19:15:59Z"; null when it is not a valid date
     digest: str  # WARC-Block-Digest, e.g. "sha1:S3DTWCONT2L6ORTGCY2KXEZ37LNBO7KW"
     source_domain: str  # netloc of the URL, as CCNet
     title: str  # first line of a WET conversion record (the page title)
@@ -29,7 +29,7 @@ class Document(TypedDict):
     language_score: Optional[float]  # probability of the top label
     perplexity: Optional[float]  # set by the perplexity stage; null before it
     bucket: str  # head / middle / tail once perplexity buckets exist; "all" before
-    cc_segment: str  # the input file, from "crawl-data/" on when the path has it
+    cc_segment: str  # the input file, from "crawl-data/" on when the path has it (segment_names)
     # Heuristic quality signals (filters/quality.py), null until that stage ran.
     duplicate_line_frac: Optional[float]
     mean_line_length: Optional[float]
@@ -41,7 +41,7 @@ class Document(TypedDict):
 ARROW_SCHEMA = pa.schema(
     [
         pa.field("url", pa.string(), nullable=False),
-        pa.field("date_download", pa.string(), nullable=False),
+        pa.field("date_download", pa.string()),
         pa.field("digest", pa.string(), nullable=False),
         pa.field("source_domain", pa.string(), nullable=False),
         pa.field("title", pa.string(), nullable=False),
@@ -77,8 +77,22 @@ def segment_name(path: str) -> str:
     return path[marker:] if marker >= 0 else path.rsplit("/", 1)[-1]
 
 
+def segment_names(paths: Sequence[str]) -> List[str]:
+    """Each input file's cc_segment, unique within the input: CCNet's ``segment_name`` when
+    those are all different, else every path relative to the folder the inputs share (two
+    ``x.warc.wet.gz`` in different folders must not pass for one file)."""
+    names = [segment_name(path) for path in paths]
+    if len(set(names)) == len(names):
+        return names
+    folders = [path.split("/")[:-1] for path in paths]
+    shared = 0
+    while all(len(f) > shared and f[shared] == folders[0][shared] for f in folders):
+        shared += 1
+    return ["/".join(path.split("/")[shared:]) for path in paths]
+
+
 def make_document(
-    *, url: str, date_download: str, digest: str, title: str, raw_content: str, cc_segment: str
+    *, url: str, date_download: Optional[str], digest: str, title: str, raw_content: str, cc_segment: str
 ) -> Document:
     """A freshly read document: counts filled in, later-stage fields at their defaults."""
     nlines = raw_content.count("\n") + 1 if raw_content else 0

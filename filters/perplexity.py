@@ -18,6 +18,7 @@ import csv
 import io
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -48,6 +49,78 @@ def available_languages(lm_dir: str) -> Tuple[str, ...]:
     return tuple(lang for lang in languages if f"{lang}.arpa.bin" in names)
 
 
+class ModelError(ValueError):
+    """A model file that cannot be loaded: the message names the file and says what is wrong."""
+
+
+KENLM_BINARY_MAGIC = b"mmap lm http://kheafield.com/code format version "  # how build_binary's files begin
+KENLM_BINARY_VERSION = b"5\n\0"  # the format version the kenlm module reads
+ARPA_START = b"\\data\\"  # the first non-blank line of an ARPA file
+
+
+def load_sentencepiece(path: str):
+    """A ``SentencePieceProcessor`` of ``path``, or a ``ModelError`` naming the file."""
+    import sentencepiece
+
+    _check_model_file(path, "SentencePiece")
+    try:
+        return sentencepiece.SentencePieceProcessor(model_file=path)
+    except (OSError, RuntimeError, ValueError) as error:
+        raise sentencepiece_error(path, error) from None
+
+
+def sentencepiece_error(path: str, error: BaseException) -> ModelError:
+    """The ``ModelError`` for SentencePiece's ``error`` on loading ``path``."""
+    message = re.sub(r"^[A-Z_]+: ", "", str(error)).strip()  # "INTERNAL: could not parse ModelProto from x"
+    if "could not parse ModelProto" in message or "unk is not defined" in message:
+        message = "not a SentencePiece model (corrupt, cut short, or another kind of file)"
+    return ModelError(f"cannot load SentencePiece model {path}: {message}")
+
+
+def load_kenlm(path: str):
+    """A ``kenlm.Model`` of ``path`` (KenLM binary or ARPA), or a ``ModelError`` naming the file.
+    A file that is neither is refused before KenLM reads it: KenLM would take it for ARPA text,
+    print a progress bar and fail with bytes that are not even UTF-8."""
+    import kenlm
+
+    _check_model_file(path, "KenLM")
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if head.startswith(KENLM_BINARY_MAGIC):
+        version = head[len(KENLM_BINARY_MAGIC) :].split(b"\n", 1)[0].decode("ascii", "replace")
+        if not head[len(KENLM_BINARY_MAGIC) :].startswith(KENLM_BINARY_VERSION):
+            raise ModelError(
+                f"cannot load KenLM model {path}: a KenLM binary of format version {version}, this KenLM reads"
+                f" version {KENLM_BINARY_VERSION[:1].decode()}: build it again with build_binary (make kenlm)"
+            )
+    elif not head.lstrip().startswith(ARPA_START):
+        raise ModelError(
+            f"cannot load KenLM model {path}: neither a KenLM binary (build_binary's) nor an ARPA file"
+            " (corrupt, or another kind of file)"
+        )
+    try:
+        return kenlm.Model(path)
+    except (OSError, RuntimeError, ValueError) as error:  # UnicodeDecodeError is a ValueError
+        raise ModelError(f"cannot load KenLM model {path}: {_kenlm_reason(error)}") from None
+
+
+def _kenlm_reason(error: BaseException) -> str:
+    """KenLM's message without its wrapper and C++ source location, e.g. "Binary file has size
+    100000 but the headers say it should be at least 8921308" (a file cut short)."""
+    if isinstance(error, UnicodeDecodeError):
+        return "unreadable (KenLM's own message is not UTF-8: a corrupt file?)"
+    message = str(error)
+    match = re.search(r"threw \w+(?: because `.*?'\.)?\.?\s*(.*?)\)?$", message, re.DOTALL)
+    return (match.group(1).strip() if match and match.group(1).strip() else message).replace("\n", " ")
+
+
+def _check_model_file(path: str, kind: str) -> None:
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{kind} model file not found: {path}")
+    if os.path.getsize(path) == 0:
+        raise ModelError(f"cannot load {kind} model {path}: the file is empty")
+
+
 class LanguageModel:
     """One language's SentencePiece + KenLM pair: paths held, models loaded on first use."""
 
@@ -59,22 +132,10 @@ class LanguageModel:
 
     def load(self) -> LanguageModel:
         if self._lm is None:
-            import kenlm
-            import sentencepiece
-
             for path in (self.sp_path, self.lm_path):
                 if not os.path.isfile(path):
                     raise FileNotFoundError(f"model file not found: {path}")
-            sp = sentencepiece.SentencePieceProcessor()
-            try:
-                sp.Load(self.sp_path)
-            except (OSError, RuntimeError) as error:
-                raise ValueError(f"cannot load SentencePiece model {self.sp_path}: {error}") from None
-            try:
-                lm = kenlm.Model(self.lm_path)
-            except (OSError, RuntimeError) as error:
-                raise ValueError(f"cannot load KenLM model {self.lm_path}: {error}") from None
-            self._sp, self._lm = sp, lm
+            self._sp, self._lm = load_sentencepiece(self.sp_path), load_kenlm(self.lm_path)
         return self
 
     def perplexity(self, text: str, mode: str = "ccnet") -> Optional[float]:

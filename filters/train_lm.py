@@ -1,6 +1,10 @@
-"""Train a CCNet-style reference language model for one language.
+"""Train CCNet-style reference language models: for one language, or for each of a set that has text.
 
     python -m filters.train_lm --lang xx --text FILE [--text FILE ...] --out DIR
+    python -m filters.train_lm --langs 100 --text-dir DIR --out OUT   # DIR/<lang>.txt, for each that has one
+
+``--langs`` takes what the mine job's does (``100`` for XLM-R's languages, or a comma list) and
+trains a model for each language with ``DIR/<lang>.txt``; one line names those without.
 
 Normalizes the text exactly as scoring does (``normalize_for_lm``), trains a SentencePiece
 unigram model (65,536 pieces as CCNet, fewer when the text cannot fill that many), cuts the text
@@ -21,10 +25,11 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths
+from lid.languages import parse_languages
 from toolkit import storage
 from toolkit.cli import add_config_arguments, build_config, flag, given, run_cli
 
@@ -125,17 +130,65 @@ def train_language_model(config: TrainLmConfig) -> dict:
     return summary
 
 
+def reference_texts(languages: Sequence[str], text_dir: str) -> Tuple[Dict[str, str], List[str]]:
+    """({language: text_dir/<language>.txt} for the languages that have one, the languages that have none)."""
+    if not os.path.isdir(text_dir):
+        raise FileNotFoundError(f"reference text folder not found: {text_dir}")
+    found = {lang: os.path.join(text_dir, f"{lang}.txt") for lang in languages}
+    found = {lang: path for lang, path in found.items() if os.path.isfile(path)}
+    return found, [lang for lang in languages if lang not in found]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m filters.train_lm", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m filters.train_lm",
+        description="\n\n".join(__doc__.split("\n\n")[:3]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--langs", help="100 (XLM-R's languages) or a comma list: a model for each with --text-dir's <lang>.txt"
+    )
+    parser.add_argument("--text-dir", help="with --langs: the folder of <lang>.txt reference text")
     add_config_arguments(parser, TrainLmConfig)
-    return run_cli(lambda args: _train(build_config(TrainLmConfig, given(args))), parser, argv)
+    for action in parser._actions:  # --lang and --text, or --langs and --text-dir: _cli checks which
+        if action.dest in ("config.language", "config.texts"):
+            action.required = False
+    return run_cli(_cli, parser, argv)
+
+
+def _cli(args: argparse.Namespace) -> int:
+    values = given(args)
+    if args.langs is None:
+        if args.text_dir is not None or "language" not in values or "texts" not in values:
+            raise ValueError("give --lang xx --text FILE, or --langs 100|xx,yy --text-dir DIR")
+        return _train(build_config(TrainLmConfig, values))
+    if args.text_dir is None or "language" in values or "texts" in values:
+        raise ValueError("--langs takes --text-dir DIR (its <lang>.txt files), not --lang or --text")
+    languages = parse_languages(args.langs)
+    texts, without = reference_texts(languages, args.text_dir)
+    if not texts:
+        raise FileNotFoundError(
+            f"no reference text in {args.text_dir} for any of the {len(languages)} languages of --langs {args.langs}"
+            f" (expected files such as {os.path.join(args.text_dir, languages[0] + '.txt')})"
+        )
+    configs = [
+        build_config(TrainLmConfig, values, {"language": lang, "texts": (path,)}) for lang, path in texts.items()
+    ]
+    for config in configs:
+        _train(config)
+    if without:
+        print(
+            f"no reference text in {args.text_dir} for {len(without)} of the {len(languages)} languages, no model: {' '.join(without)}"
+        )
+    return 0
 
 
 def _train(config: TrainLmConfig) -> int:
     summary = train_language_model(config)
     print(
         f"{config.language}: {summary['lines']} lines, {summary['pieces']} pieces -> "
-        f"{config.output}/{config.language}.sp.model, {config.language}.arpa.bin"
+        f"{config.output}/{config.language}.sp.model, {config.language}.arpa.bin",
+        flush=True,
     )
     return 0
 

@@ -121,23 +121,15 @@ def classification_scores(
     return sorted(scores, key=lambda score: (-score[1], score[0]))
 
 
-def write_scores(scores: Sequence[Tuple[str, float, int]], out_dir: str, metric: str = "accuracy") -> str:
-    """``scores.csv`` and a bar chart ``scores.png``, best first; the table as text."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def write_scores(
+    scores: Sequence[Tuple[str, float, int]], out_dir: str, metric: str = "accuracy", **plot_options
+) -> str:
+    """``scores.csv`` and a bar chart ``scores.png`` (``pretrain.plot.draw_scores``: its title,
+    baselines, ... from ``plot_options``), best first; the table as text."""
+    from pretrain.plot import plot_scores
 
     lines = [f"name,{metric},examples"] + [f"{name},{value:.4f},{count}" for name, value, count in scores]
     storage.write_text(os.path.join(out_dir, "scores.csv"), "\n".join(lines) + "\n")
-    figure, axis = plt.subplots(figsize=(max(4, 0.35 * len(scores) + 1), 3))
-    axis.bar([name for name, _, _ in scores], [value for _, value, _ in scores], color="tab:blue")
-    axis.set_ylabel(metric)
-    axis.set_ylim(0, 1)
-    axis.tick_params(axis="x", rotation=90, labelsize=7)
-    figure.tight_layout()
-    with storage.atomic_path(os.path.join(out_dir, "scores.png")) as tmp:
-        figure.savefig(tmp, format="png", dpi=80)
-    plt.close(figure)
+    plot_scores(scores, os.path.join(out_dir, "scores.png"), metric=metric, **plot_options)
     width = max(len(name) for name, _, _ in scores)
     return "\n".join(f"{name:<{width}}  {metric} {value:.4f}  ({count} examples)" for name, value, count in scores)

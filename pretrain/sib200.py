@@ -110,19 +110,42 @@ def sib200(
             retrieval = retrieval_accuracy(source_embeddings, sentence_embeddings(encoder, texts, layer))
         scores.append(LanguageScores(language, folder, *accuracy[language], retrieval))
     scores.sort(key=lambda score: (-score.accuracy, score.language))
-    write_scores([(s.language, s.accuracy, s.examples) for s in scores], out)
+    majority, classes = _majority(train, source_test), _classes(train)
+    write_scores(
+        [(s.language, s.accuracy, s.examples) for s in scores],
+        out,
+        title=f"SIB-200 topic classification: {_name(init)} fine-tuned on {source}\n"
+        f"accuracy on each language's test set ({_sizes(scores)}), zero-shot but for {source}",
+        baselines=[("majority class (commonest training label)", majority), (f"chance (1/{classes})", 1 / classes)],
+        highlight=map_code(source),
+        xlabel="language",
+    )
     lines = ["language,folder,to_language,from_language,layer"]
     lines += [
         f"{s.language},{s.folder},{s.retrieval[0]:.4f},{s.retrieval[1]:.4f},{layer}" for s in scores if s.retrieval
     ]
     storage.write_text(os.path.join(out, RETRIEVAL_FILE), "\n".join(lines) + "\n")
-    return Sib200Result(scores, layer, _majority(train, source_test))
+    return Sib200Result(scores, layer, majority)
 
 
 def _majority(train: str, test: str) -> float:
     commonest = Counter(row["category"] for _, row in read_rows(train)).most_common(1)[0][0]
     labels = [row["category"] for _, row in read_rows(test)]
     return labels.count(commonest) / len(labels)
+
+
+def _classes(train: str) -> int:
+    return len({row["category"] for _, row in read_rows(train)})
+
+
+def _sizes(scores: Sequence[LanguageScores]) -> str:
+    sizes = sorted({s.examples for s in scores})
+    return f"{sizes[0]} sentences" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]} sentences"
+
+
+def _name(init: str) -> str:
+    """A model folder's last two path parts (``out/run``), for a title."""
+    return "/".join(os.path.normpath(init).split(os.sep)[-2:])
 
 
 def _can_resume(finetune_dir: str, init: str, config: FinetuneConfig) -> bool:

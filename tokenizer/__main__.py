@@ -30,6 +30,12 @@ def _run(args) -> int:
         blocks = sum(v["blocks"] for v in manifest["languages"].values())
         tokens = sum(v["tokens"] for v in manifest["languages"].values())
         print(f"{blocks} blocks, {tokens} tokens in {len(manifest['languages'])} languages -> {args.out}")
+        if manifest["languages_without_blocks"]:
+            print(
+                f"warning: no block for {', '.join(manifest['languages_without_blocks'])}: their corpus documents"
+                " yield no token; left out",
+                file=sys.stderr,
+            )
         return 0
     summary = train_tokenizer(args.corpus, args.out, build_config(TokenizerConfig, given(args)))
     print(

@@ -5,17 +5,21 @@ Each paragraph's ids end with ``</s>`` (so documents and paragraphs stay delimit
 and cut into blocks of ``tokens_per_sample``, each starting with ``<s>``: no padding, except that
 the last block of a language may be shorter. Per language, ``DATA/<lang>.bin`` holds the uint32
 ids of all its blocks back to back and ``DATA/<lang>.idx.npy`` each block's (offset, length);
-``DATA/manifest.json`` the vocabulary size, ``tokens_per_sample`` and counts per language.
+``DATA/manifest.json`` the vocabulary size, ``tokens_per_sample`` and counts per language. A
+language whose documents yield no token is left out (``languages_without_blocks`` names it); a
+corpus that yields no block at all is an error.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from filters.perplexity import sentencepiece_error
 from tokenizer.xlmr import BOS, XLMRTokenizer
 from toolkit import storage
 from toolkit.corpus import CorpusManifest, read_parquet
@@ -30,6 +34,20 @@ def sentencepiece_file(tokenizer_dir: str) -> str:
         if os.path.exists(os.path.join(tokenizer_dir, name)):
             return os.path.join(tokenizer_dir, name)
     raise FileNotFoundError(f"{tokenizer_dir} has no sentencepiece.model or sentencepiece.bpe.model")
+
+
+def load_tokenizer(tokenizer_dir: str) -> XLMRTokenizer:
+    """The XLM-R tokenizer of a tokenizer folder; a ``ModelError`` naming the file when its
+    SentencePiece model does not load."""
+    path = sentencepiece_file(tokenizer_dir)
+    try:
+        return XLMRTokenizer(path)
+    except (OSError, RuntimeError) as error:
+        raise sentencepiece_error(path, error) from None
+
+
+class NothingToPack(ValueError):
+    """The corpus (or the buckets asked for) yields no training block."""
 
 
 def document_ids(tokenizer: XLMRTokenizer, text: str) -> List[int]:
@@ -67,16 +85,26 @@ class PackConfig:
 
 
 def pack_corpus(corpus_dir: str, tokenizer_dir: str, out_dir: str, config: PackConfig = PackConfig()) -> Dict:
-    """Pack every language of a corpus folder; returns (and writes) the manifest."""
-    tokenizer = XLMRTokenizer(sentencepiece_file(tokenizer_dir))
+    """Pack every language of a corpus folder; returns (and writes) the manifest. Raises
+    ``NothingToPack`` when no language yields a block."""
+    tokenizer = load_tokenizer(tokenizer_dir)
     tokens_per_sample, buckets = config.tokens_per_sample, config.buckets
     files = CorpusManifest.read(corpus_dir, require_format="parquet").shard_paths(corpus_dir, buckets)
+    where = f"{corpus_dir} (buckets {','.join(buckets)})" if buckets else corpus_dir
+    if not files:
+        raise NothingToPack(f"nothing to pack: {where} holds no document (did the mine job keep any?)")
     os.makedirs(out_dir, exist_ok=True)
-    languages = {}
+    languages, without_blocks = {}, []
     for language in sorted(files):
         texts = _texts(sorted(files[language]))
         blocks = pack_blocks((document_ids(tokenizer, text) for text in texts), tokens_per_sample)
-        languages[language] = _write_language(out_dir, language, blocks)
+        first = next(blocks, None)
+        if first is None:  # no token at all: no empty files for the trainer to trip on
+            without_blocks.append(language)
+            continue
+        languages[language] = _write_language(out_dir, language, itertools.chain([first], blocks))
+    if not languages:
+        raise NothingToPack(f"nothing to pack: the documents of {where} ({', '.join(without_blocks)}) yield no token")
     manifest = {
         "vocab_size": tokenizer.vocab_size,
         "tokens_per_sample": tokens_per_sample,
@@ -84,6 +112,7 @@ def pack_corpus(corpus_dir: str, tokenizer_dir: str, out_dir: str, config: PackC
         "corpus": corpus_dir if storage.is_remote(corpus_dir) else os.path.abspath(corpus_dir),
         "buckets": list(buckets) if buckets else None,
         "languages": languages,
+        "languages_without_blocks": without_blocks,
     }
     storage.write_json(os.path.join(out_dir, "manifest.json"), manifest)
     return manifest

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import difflib
 import inspect
 import io
 import re
@@ -20,7 +21,7 @@ import textwrap
 import tokenize
 import typing
 from functools import cache
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 MISSING = dataclasses.MISSING
 
@@ -222,6 +223,25 @@ def from_dict(cls: type, data: Mapping[str, Any], path: str = ""):
     except (TypeError, ValueError, FileNotFoundError) as error:
         where = path.rstrip(".") or cls.__name__
         raise ConfigError(f"{where}: {error}") from None
+
+
+def nearest_flag(name: str, flags: Iterable[str]) -> Optional[str]:
+    """The flag of ``flags`` a mistyped ``name`` most likely meant, for a "did you mean" hint:
+    first one that differs only in ``_`` for ``-``, letter case or leading dashes
+    (``--min_len`` -> ``--min-len``; of two such, the earlier in ``flags``), else the closest
+    spelling (difflib), else None."""
+
+    def key(flag_name: str) -> str:
+        return flag_name.lstrip("-").replace("_", "-").lower()
+
+    by_key: Dict[str, str] = {}
+    for candidate in flags:
+        by_key.setdefault(key(candidate), candidate)
+    wanted = key(name.split("=", 1)[0])
+    if wanted in by_key:
+        return by_key[wanted]
+    close = difflib.get_close_matches(wanted, list(by_key), n=1, cutoff=0.6)
+    return by_key[close[0]] if close else None
 
 
 def run_cli(

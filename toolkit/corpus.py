@@ -4,8 +4,9 @@
 ```
 OUT/<language>/<bucket>/part-NNNNN.parquet   the shards (or CCNet's OUT/<language>_<bucket>_NNNN.json.gz)
 OUT/manifest.json  OUT/stats.json  OUT/cutoffs.csv
-OUT/quarantine/bad-input/<segment>.jsonl     OUT/quarantine/dropped/<reason>/part-NNNNN.parquet
+OUT/quarantine/bad-input/<cc_segment>.jsonl  OUT/quarantine/dropped/<reason>/part-NNNNN.parquet
 OUT/_work/run.json  OUT/_work/complete       OUT/_work/hashes/NNNNN.npy  OUT/_work/segments/NNNNN.{parquet,json}
+OUT/_work/progress/<pass>-NNNNN.json
 ```
 Paths work on the local disk and on any Beam file system (``toolkit.storage``).
 """
@@ -59,6 +60,10 @@ class Layout:
     def hashes(self, segment: int) -> str:
         return storage.join(self.work, "hashes", f"{segment:05d}.npy")
 
+    @property
+    def hash_files(self) -> str:
+        return storage.join(self.work, "hashes", "*.npy")
+
     def segment_documents(self, segment: int) -> str:
         return storage.join(self.work, "segments", f"{segment:05d}.parquet")
 
@@ -70,13 +75,22 @@ class Layout:
         """The glob of every segment marker."""
         return storage.join(self.work, "segments", "*.json")
 
+    def progress(self, pass_name: str, segment: int) -> str:
+        """How far a worker has read a segment in a pass (``ccnet_pipeline.progress``)."""
+        return storage.join(self.work, "progress", f"{pass_name}-{segment:05d}.json")
+
+    @property
+    def progress_files(self) -> str:
+        return storage.join(self.work, "progress", "*.json")
+
     @property
     def intermediates(self) -> List[str]:
         """Globs of what the finished job deletes."""
-        return [storage.join(self.work, "hashes", "*"), storage.join(self.work, "segments", "*")]
+        return [storage.join(self.work, name, "*") for name in ("hashes", "segments", "progress")]
 
     def bad_input(self, segment_name: str) -> str:
-        return self.path(f"quarantine/bad-input/{segment_name.replace('/', '_')}.jsonl")
+        """A segment's bad records, under its name (unique within the input, maybe a path)."""
+        return self.path(f"quarantine/bad-input/{segment_name}.jsonl")
 
     def dropped(self, reason: str, segment: int) -> str:
         return self.path(f"quarantine/dropped/{reason}/part-{segment:05d}.parquet")

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.download import DownloadConfig, Downloader, check_gzip, select_paths
+from ccnet_pipeline.download import DownloadConfig, Downloader, DumpSelection, check_gzip, select_paths
 from ccnet_pipeline.wet_writer import write_wet
 from tests.helpers import page, paragraphs
 
@@ -173,6 +173,48 @@ def test_select_paths():
     assert select_paths(paths, segments=1, shard="2/4") == ["p2"]
     with pytest.raises(ValueError, match="i/n"):
         select_paths(paths, shard="2")
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--shard", "5/3"], "--shard 5/3: i must be in 0..2"),
+        (["--shard", "3/3"], "--shard 3/3: i must be in 0..2"),
+        (["--shard=-1/3"], "--shard -1/3: i must be in 0..2"),
+        (["--shard", "0/0"], "--shard 0/0: n, the number of shards, must be >= 1"),
+        (["--shard", "2"], "--shard takes i/n"),
+        (["--segments", "0"], "--segments must be >= 1"),
+    ],
+)
+def test_the_selection_is_checked_before_any_download(tmp_path, capsys, flags, message):
+    with FaultyServer(*layout(2)[:1], {}) as server:
+        for command in (["download"], ["mine", "--output", str(tmp_path / "corpus")]):
+            argv = [*command, "--dump", DUMP, "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), *flags]
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert err.startswith(f"error: {message}") and err.count("\n") == 1, err
+    assert server.log == []  # not even the listing was fetched
+    with pytest.raises(ValueError, match="i must be in 0..2"):
+        DumpSelection(DUMP, shard="3/3")
+    assert DumpSelection(DUMP, shard="2/3").select([f"p{i}" for i in range(7)]) == ["p2", "p5"]
+
+
+def test_a_host_name_that_does_not_resolve_fails_at_once_and_names_the_host(tmp_path, capsys):
+    # A name resolution failure is not retried: with these settings, a retry would sleep >= 10 s first.
+    unresolvable = "http://nonexistent.invalid/"  # .invalid never resolves (RFC 6761)
+    config = DownloadConfig(unresolvable, str(tmp_path / "cache"), retries=1, backoff_seconds=20, progress=False)
+    downloader = Downloader(config)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError) as error:
+        downloader.list_wet_paths(DUMP)
+    assert time.monotonic() - start < 10
+    assert "cannot resolve the host name nonexistent.invalid" in str(error.value)
+    assert "\n" not in str(error.value) and "gave up" not in str(error.value)
+    argv = ["download", "--dump", DUMP, "--base-url", unresolvable, "--cache", str(tmp_path / "cache")]
+    assert main([*argv, "--download-retries", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot fetch the listing http://nonexistent.invalid/crawl-data/")
+    assert "cannot resolve the host name nonexistent.invalid" in err and err.count("\n") == 1
 
 
 def test_check_gzip(tmp_path):

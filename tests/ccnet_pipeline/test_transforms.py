@@ -82,7 +82,7 @@ def segments(tmp_path):
         ],
     )
     second = write_wet_file(tmp_path / "b.warc.wet.gz", [page(2, f"{boiler}\nunique line two"), page(3, "short")])
-    return [(0, str(first)), (1, str(second))]
+    return [(0, (str(first), first.name)), (1, (str(second), second.name))]
 
 
 def dedup(p, segments, config, work, to_mine=None):
@@ -126,7 +126,7 @@ def test_deduplicate_reads_committed_hashes_and_skips_committed_segments(segment
         dedup(p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path)
     # Segment 0 committed: its hashes, read back (its WET file is gone), still remove the shared
     # boilerplate from segment 1.
-    os.remove(segments[0][1])
+    os.remove(segments[0][1][0])
     with pipeline() as p:
         out = dedup(
             p, segments, DedupConfig(mode="ccnet", hash_partitions=3, min_len=10), tmp_path, to_mine=segments[1:]
@@ -342,7 +342,7 @@ def test_commit_segments(tmp_path):
         )
     marker = json.loads((tmp_path / "_work/segments/00003.json").read_text())
     assert marker["path"] == "seg/a.wet.gz" and marker["counters"]["read/segments"] == 1
-    lines = (tmp_path / "quarantine/bad-input/seg_a.wet.gz.jsonl").read_text().splitlines()
+    lines = (tmp_path / "quarantine/bad-input/seg/a.wet.gz.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["payload_base64"] == "/w=="
     assert pq.read_table(tmp_path / "quarantine/dropped/not_selected/part-00003.parquet").column(
         "language"

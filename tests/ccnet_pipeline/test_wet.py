@@ -1,11 +1,13 @@
 import gzip
 import io
+import time
+import tracemalloc
 
 import pytest
 
 from ccnet_pipeline.wet import BadRecord, read_segment
 from ccnet_pipeline.wet_writer import raw_record, write_wet
-from tests.helpers import SHARED_DATA, page, paragraphs
+from tests.helpers import SHARED_DATA, letters, page, paragraphs
 
 
 def _wet_bytes(items, name="test.warc.wet.gz"):
@@ -133,11 +135,151 @@ def test_real_warc_given_as_wet_is_quarantined_not_fatal():
     assert items and all(isinstance(item, BadRecord) and item.kind == "non_conversion" for _, item in items)
 
 
-def test_fast_path_and_member_path_agree():
-    from ccnet_pipeline.wet import SegmentReader
-
+def test_one_member_per_record_one_member_for_all_and_plain_agree():
     data = _wet_bytes([page(i, paragraphs("fr", 2, f"doc{'x' * i}")) for i in range(20)])
-    fast = [item for _, item in _read(data)]
-    reader = SegmentReader("crawl-data/CC-MAIN-2019-09/segments/1/wet/test.warc.wet.gz")
-    robust = [item for _, _, item in reader.members_from(io.BytesIO(data), 0) if item is not None]
-    assert fast == robust and len(fast) == 20
+    plain = gzip.decompress(data)
+    per_record = [item for _, item in _read(data)]
+    assert len(per_record) == 20
+    assert [item for _, item in _read(gzip.compress(plain))] == per_record
+    assert [item for _, item in _read(plain)] == per_record
+
+
+# --- Bad records in every container: only the bad record is lost, at its true offset ---------
+
+GOOD = 20
+
+
+def _plain_record(headers, payload: bytes, version="WARC/1.0") -> bytes:
+    return gzip.decompress(raw_record(headers, payload, version))
+
+
+def _good_records():
+    members = []
+    for i in range(GOOD):
+        text = f"Title {i}\n{paragraphs('en', 2, f'good{letters(i)}')}".encode()
+        members.append(_plain_record(_headers(len(text), **{"WARC-Record-ID": f"<urn:uuid:{i}>"}), text))
+    return members
+
+
+TEXT = b"Title\nSome text that is fine on its own."
+MALFORMED = {
+    # what the bad record is -> (its bytes, the kind it is counted as)
+    "no Content-Length": (
+        _plain_record(_headers(None, **{"Content-Length": None}), TEXT),
+        "malformed_record",
+    ),
+    "a Content-Length that is not a number": (_plain_record(_headers("12abc"), TEXT), "malformed_record"),
+    "stray bytes between records": (b"this is not a WARC record at all\r\n" * 3, "malformed_record"),
+    "headers that never end": (
+        b"WARC/1.0\r\nWARC-Type: conversion\r\n" + b"X-Junk: y" * 9000 + b"\r\n",
+        "malformed_record",
+    ),
+    "a Content-Length too short": (_plain_record(_headers(10), TEXT), "wrong_content_length"),
+    "a Content-Length too long": (  # in a member of its own, the member ends first
+        _plain_record(_headers(len(TEXT) + 500), TEXT),
+        {
+            "plain": "wrong_content_length",
+            "one member": "wrong_content_length",
+            "member per record": "truncated_record",
+        },
+    ),
+    "a Content-Length over the cap, not the real length": (
+        _plain_record(_headers(10**12), TEXT),
+        "record_too_large",
+    ),
+    "a record over the cap": (_plain_record(_headers(200_000), b"T\n" + b"x" * 199_998), "record_too_large"),
+}
+
+
+def _containers(records):
+    """The same records as a plain file, gzipped as one member, and a member per record."""
+    plain = b"".join(records)
+    return {
+        "plain": plain,
+        "one member": gzip.compress(plain, mtime=0),
+        "member per record": b"".join(gzip.compress(record, mtime=0) for record in records),
+    }
+
+
+@pytest.mark.parametrize("container", ["plain", "one member", "member per record"])
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_bad_record_costs_only_itself_in_every_container(container, case):
+    bad_bytes, kind = MALFORMED[case]
+    kind = kind[container] if isinstance(kind, dict) else kind
+    good = _good_records()
+    records = good[:10] + [bad_bytes] + good[10:]
+    data = _containers(records)[container]
+    items = list(read_segment(io.BytesIO(data), "x.warc.wet", max_record_bytes=100_000))
+    bad = [item for _, item in items if isinstance(item, BadRecord)]
+    docs = [item for _, item in items if not isinstance(item, BadRecord)]
+    assert [doc["url"] for doc in docs] == ["https://bad.example/x"] * GOOD
+    assert [doc["title"] for doc in docs] == [f"Title {i}" for i in range(GOOD)]
+    assert [(b.kind, b.offset, b.offset_in_member) for b in bad] == [(kind, *_true_offset(records, 10, container))]
+    assert [i for i, _ in items] == list(range(GOOD + 1)) and isinstance(items[10][1], BadRecord)
+    assert bad[0].payload == bad_bytes[: len(bad[0].payload)] and len(bad[0].payload) >= min(len(bad_bytes), 30)
+
+
+def _true_offset(records, index, container):
+    """(offset, offset in member) of ``records[index]`` in the container."""
+    before = b"".join(records[:index])
+    if container == "plain":
+        return len(before), 0
+    if container == "one member":
+        return 0, len(before)
+    return len(b"".join(gzip.compress(record, mtime=0) for record in records[:index])), 0
+
+
+@pytest.mark.parametrize("container", ["plain", "one member", "member per record"])
+def test_a_wrong_content_length_is_counted_once(container):
+    text = b"A title\nSome text that is fine on its own.\nA second line\nand a third."
+    good = _good_records()
+    data = _containers([good[0], _plain_record(_headers(10), text), good[1]])[container]
+    kinds = [getattr(item, "kind", "doc") for _, item in _read(data)]
+    assert kinds == ["doc", "wrong_content_length", "doc"]
+
+
+def test_a_long_line_after_a_corrupt_member_is_read_in_linear_time():
+    """The hang of issue 27: a corrupt member, then a member whose record has a wrong
+    Content-Length and 32 MiB without a newline (warcio's line reader took 12-26 s on it)."""
+    text = b"Title\nsome text"
+    corrupt = bytearray(raw_record(_headers(len(text)), text))
+    corrupt[15:25] = b"\x00" * 10
+    line = b"T\n" + b"x" * (32 << 20)
+    data = b"".join([bytes(corrupt), raw_record(_headers(10), line), _wet_bytes([page(0, "after the long line")])])
+    started = time.perf_counter()
+    items = list(read_segment(io.BytesIO(data), "x", max_record_bytes=64 << 20))
+    assert time.perf_counter() - started < 5
+    kinds = [getattr(item, "kind", "doc") for _, item in items]
+    assert kinds == ["corrupt_gzip", "wrong_content_length", "doc"]
+
+
+@pytest.mark.parametrize("container", ["plain", "one member", "member per record"])
+def test_a_record_over_the_cap_is_never_held(tmp_path, container):
+    big = _plain_record(_headers(24 << 20), b"T\n" + b"x" * ((24 << 20) - 2))
+    records = [*_good_records()[:2], big, *_good_records()[2:4]]
+    path = tmp_path / "big.warc.wet"
+    path.write_bytes(_containers(records)[container])
+    del records, big
+    tracemalloc.start()
+    with open(path, "rb") as stream:
+        kinds = [getattr(item, "kind", "doc") for _, item in read_segment(stream, "x", max_record_bytes=1 << 20)]
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert kinds == ["doc", "doc", "record_too_large", "doc", "doc"]
+    assert peak < 12 << 20, f"peak {peak >> 20} MiB while reading past a 24 MiB record"
+
+
+def test_an_invalid_warc_date_keeps_the_document_with_a_null_date():
+    dates = ["2019-02-16T04:15:08Z", "not-a-date", "2019-13-01T00:00:00Z", "2019-02-16T04:15:08.123456Z", ""]
+    members = [
+        raw_record(_headers(len(TEXT), **{"WARC-Date": date, "WARC-Record-ID": f"<urn:uuid:{i}>"}), TEXT)
+        for i, date in enumerate(dates)
+    ]
+    items = [item for _, item in _read(_wet_bytes(members))]
+    assert [getattr(item, "kind", None) or item["date_download"] for item in items] == [
+        dates[0],
+        None,
+        None,
+        dates[3],
+        "missing_header",
+    ]

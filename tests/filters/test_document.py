@@ -1,6 +1,6 @@
 import pyarrow as pa
 
-from filters.document import ARROW_SCHEMA, FIELDS, make_document, segment_name
+from filters.document import ARROW_SCHEMA, FIELDS, make_document, segment_name, segment_names
 
 CCNET_FIELDS = (
     "url",
@@ -50,3 +50,13 @@ def test_segment_name_keeps_commoncrawl_path():
     path = "/data/cache/crawl-data/CC-MAIN-2019-09/segments/1550/wet/CC-MAIN-x.warc.wet.gz"
     assert segment_name(path) == "crawl-data/CC-MAIN-2019-09/segments/1550/wet/CC-MAIN-x.warc.wet.gz"
     assert segment_name("/tmp/local/file.warc.wet.gz") == "file.warc.wet.gz"
+
+
+def test_segment_names_are_unique_within_the_input():
+    commoncrawl = ["/data/crawl-data/CC-MAIN-2019-09/segments/1/wet/a.warc.wet.gz", "/data/b/x.warc.wet.gz"]
+    assert segment_names(commoncrawl) == ["crawl-data/CC-MAIN-2019-09/segments/1/wet/a.warc.wet.gz", "x.warc.wet.gz"]
+    same_name = ["/data/in/2019/x.warc.wet.gz", "/data/in/2020/x.warc.wet.gz", "/data/in/y.warc.wet.gz"]
+    assert segment_names(same_name) == ["2019/x.warc.wet.gz", "2020/x.warc.wet.gz", "y.warc.wet.gz"]
+    mirrors = ["gs://a/crawl-data/CC/x.gz", "gs://b/crawl-data/CC/x.gz"]
+    assert segment_names(mirrors) == ["a/crawl-data/CC/x.gz", "b/crawl-data/CC/x.gz"]
+    assert segment_names(["x.warc.wet.gz"]) == ["x.warc.wet.gz"]

@@ -8,9 +8,12 @@ from filters.perplexity import (
     BucketConfig,
     LanguageModel,
     LanguageModels,
+    ModelError,
     available_languages,
     bucket,
     format_cutoffs,
+    load_kenlm,
+    load_sentencepiece,
     read_cutoffs,
 )
 
@@ -145,6 +148,45 @@ def test_missing_and_corrupt_model_files_are_clear_errors(lm_dir, tmp_path):
     (tmp_path / "en.sp.model").write_bytes(b"garbage")
     with pytest.raises(ValueError, match="cannot load SentencePiece model"):
         LanguageModel(str(tmp_path), "en").load()
+
+
+@pytest.mark.parametrize(
+    "name, content, says",
+    [
+        # bytes that are not UTF-8: KenLM reads them as ARPA text, and its error was "'utf-8' codec can't decode"
+        (
+            "en.arpa.bin",
+            b"\xc1\xff\x00 not a model \xc1" * 50,
+            "neither a KenLM binary (build_binary's) nor an ARPA file",
+        ),
+        ("en.arpa.bin", b"", "the file is empty"),
+        ("en.arpa.bin", "cut", "Binary file has size 4096 but the headers say it should be at least"),
+        ("en.arpa.bin", b"mmap lm http://kheafield.com/code format version 4\n\0" + bytes(200), "format version 4"),
+        ("en.sp.model", "cut", "not a SentencePiece model (corrupt, cut short, or another kind of file)"),
+        ("en.sp.model", b"", "the file is empty"),
+    ],
+)
+def test_a_corrupt_model_names_the_file_and_what_is_wrong(lm_dir, tmp_path, capfd, name, content, says):
+    for model in ("en.sp.model", "en.arpa.bin"):
+        (tmp_path / model).write_bytes((lm_dir / model).read_bytes())
+    broken = tmp_path / name
+    broken.write_bytes(broken.read_bytes()[:4096] if content == "cut" else content)
+    kind = "KenLM" if name.endswith(".arpa.bin") else "SentencePiece"
+    with pytest.raises(ModelError) as error:
+        LanguageModel(str(tmp_path), "en").load()
+    assert str(error.value).startswith(f"cannot load {kind} model {broken}: ")
+    assert says in str(error.value) and "\n" not in str(error.value) and ".cc:" not in str(error.value)
+    assert "Reading" not in capfd.readouterr().err  # refused before KenLM reads it as ARPA, with a progress bar
+
+
+def test_model_loaders_name_the_file(lm_dir, tmp_path):
+    assert load_sentencepiece(str(lm_dir / "en.sp.model")).get_piece_size() > 0
+    assert load_kenlm(str(lm_dir / "en.arpa.bin")).order == 5
+    with pytest.raises(FileNotFoundError, match=f"KenLM model file not found: {tmp_path}/x.arpa.bin"):
+        load_kenlm(str(tmp_path / "x.arpa.bin"))
+    (tmp_path / "x.model").write_bytes(b"\x0a\xff" * 100)
+    with pytest.raises(ModelError, match=f"cannot load SentencePiece model {tmp_path}/x.model: not a Sentence"):
+        load_sentencepiece(str(tmp_path / "x.model"))
 
 
 CUTOFFS = {"en": [float(10 * p) for p in PERCENTILES], "fr": [float(p) for p in PERCENTILES]}

@@ -3,8 +3,11 @@ the report command, and the warning for languages a model cannot give."""
 
 import json
 
+import matplotlib.image
+import matplotlib.text
 import pytest
 
+from ccnet_pipeline import report
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from lid.model import SHIPPED_THRESHOLDS, read_thresholds
@@ -58,7 +61,16 @@ def test_report_on_the_embedded_sample_with_the_shipped_thresholds(sample, tmp_p
     )
     assert first.split()[0] == top
     assert f"{thresholds['en']:.2f}" in next(line for line in printed.splitlines() if line.startswith("en "))
-    assert (out / "lid_report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    few = sum(
+        1 for entry in language_id.values() if sum(entry[o] for o in ("kept", "below_threshold", "not_selected")) < 20
+    )
+    assert (
+        few
+        and printed.splitlines()[-2]
+        == f"{few} label(s) with fewer than 20 documents: in the table, no panel in the PNG"
+    )
+    height, width, _ = matplotlib.image.imread(out / "lid_report.png").shape
+    assert width == 1440 and height >= 400  # 11-point titles at 100 dpi stay legible
 
 
 def test_ccnet_mode_decides_as_without_the_file(sample, tmp_path):
@@ -76,3 +88,60 @@ def test_languages_the_model_has_no_label_for_are_warned_about(tmp_path, capfd):
     assert "warning: the LID model lid.176.ftz has no label for ha, xh, zh_Hant:" in err
     mine(tmp_path / "wet", tmp_path / "out2", "--langs", "en,ha,zh_Hant", "--lid-mode", "spaced", "--min-len", "10")
     assert "has no label for ha: " in capfd.readouterr().err  # the spaced mode tells zh_Hant from zh
+
+
+def histograms(kept=(), below=(), not_selected=()):
+    """A stats.json language_id entry: documents per score bin, each outcome given as (bin, count)."""
+    entry = {"kept": 0, "below_threshold": 0, "not_selected": 0, "histograms": {}}
+    for outcome, pairs in (("kept", kept), ("below_threshold", below), ("not_selected", not_selected)):
+        counts = [0] * 20
+        for index, count in pairs:
+            counts[index] += count
+        entry[outcome], entry["histograms"][outcome] = sum(counts), counts
+    return entry
+
+
+def texts_of(figure):
+    return [text.get_text() for text in figure.findobj(matplotlib.text.Text)]
+
+
+def test_the_figure_has_a_log_panel_per_label_with_enough_documents_and_names_the_rest():
+    stats = {
+        "language_id": {
+            "en": histograms(kept=[(19, 1200), (15, 30)], below=[(3, 2)]),  # counts over three decades
+            "it": histograms(below=[(8, 1)], not_selected=[(19, 279)]),
+            "is": histograms(kept=[(19, 18)], below=[(5, 2)]),  # 20 documents: just enough
+            "ne": histograms(below=[(4, 3)]),
+            "bn": histograms(below=[(5, 1)]),
+        }
+    }
+    rows = report.report_rows(stats, {"en": 0.41, "is": 0.5})
+    assert report.MIN_DOCUMENTS == 20
+    figure = report.draw(rows)
+    panels = [axis for axis in figure.axes if axis.get_title()]
+    assert [axis.get_title().split(":")[0] for axis in panels] == ["en", "it", "is"]
+    assert panels[0].get_title() == "en: 1232 docs, 1230 kept, 0% dropped"
+    assert panels[1].get_title() == "it: 280 docs, not selected"
+    assert all(axis.get_yscale() == "log" for axis in panels)
+    assert panels[0].get_ylim()[0] < 1 < 1000 < panels[0].get_ylim()[1]  # one document shows, so does the top bin
+    assert [line.get_xdata()[0] for line in panels[0].get_lines()] == [0.41]  # the threshold
+    assert not panels[1].get_lines()  # a label not selected has none
+    width, height = figure.get_size_inches() * report.DPI
+    assert width == 1440 and height >= 400  # one line of panels
+    assert figure.get_suptitle().startswith("Language ID: documents per score bin")
+    assert "at least 20 documents (3 of 5 labels)" in figure.get_suptitle()
+    texts = texts_of(figure)
+    assert "documents (log scale)" in texts and any(text.startswith("language ID score") for text in texts)
+    assert any("No panel for 2 label(s) (4 documents, 0 kept)" in text and "ne 3/0, bn 1/0" in text for text in texts)
+    assert {"below threshold (dropped)", "not selected (dropped)", "kept", "the label's threshold"} <= set(texts)
+
+    assert [axis.get_title().split(":")[0] for axis in report.draw(rows, min_documents=1).axes if axis.get_title()] == [
+        "en",
+        "it",
+        "is",
+        "ne",
+        "bn",
+    ]
+    nothing = report.draw(rows, min_documents=5000)
+    assert not [axis for axis in nothing.axes if axis.get_title()]
+    assert any(text.startswith("No panel for 5 label(s)") for text in texts_of(nothing))

@@ -463,8 +463,13 @@ def test_beam_metrics_equal_stats_json_and_the_launcher_reports_progress(sample,
     )
     segments = list_segments(config.input)
     result = execute(config, segments, [], progress_seconds=3600)  # no report on the way: only the last
-    reports = re.findall(r"^mine: (\d+)/(\d+) segments committed \(\dm\d\ds\)$", capsys.readouterr().err, re.M)
-    assert reports == [(str(len(segments)), str(len(segments)))]
+    reports = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mine: ")]
+    n = len(segments)
+    assert len(reports) == 1 and re.fullmatch(
+        rf"mine: hashing {n}/{n} files, [\d.]+ [kM]?B of [\d.]+ [kM]?B \([\d.]+ [kM]B/s\), [\d,]+ documents \([\d,]+/s\); "
+        rf"filtering {n}/{n} files, .*; {n}/{n} segments committed \(\d+s\)",
+        reports[0],
+    ), reports
     stats = json.loads((out / "stats.json").read_text())
     counters = job_counters(result)
     assert counters == stats["counters"]

@@ -4,8 +4,10 @@ accuracy and retrieval per language, on a SIB-200-shaped folder made here and on
 import random
 from collections import Counter
 
+import matplotlib.image
 import pytest
 
+from pretrain import plot
 from pretrain.cli import main
 from pretrain.sib200 import language_folders, parallel_texts
 from tests.helpers import SHARED_DATA
@@ -47,7 +49,10 @@ def run_sib200(trained_run, sib_dir, out, *flags):
     return main([*argv, "--languages", "en,ru,sw", "--epochs", "6", *flags])
 
 
-def test_fine_tunes_on_english_and_scores_every_language(trained_run, sib_dir, tmp_path, capsys):
+def test_fine_tunes_on_english_and_scores_every_language(trained_run, sib_dir, tmp_path, capsys, monkeypatch):
+    figures = []
+    drawn = plot.plot_scores
+    monkeypatch.setattr(plot, "plot_scores", lambda *args, **options: figures.append(drawn(*args, **options)))
     out = tmp_path / "eval"
     assert run_sib200(trained_run, sib_dir, out) == 0
     printed = capsys.readouterr().out
@@ -68,7 +73,18 @@ def test_fine_tunes_on_english_and_scores_every_language(trained_run, sib_dir, t
         "language,folder,to_language,from_language,layer",
         "ru,rus_Cyrl,1.0000,1.0000,1",
     ]
-    assert (out / "scores.png").stat().st_size > 0 and (out / "finetune" / "hf" / "config.json").exists()
+    assert (out / "finetune" / "hf" / "config.json").exists()
+    (axes,) = figures[0].axes  # scores.png: a bar per language against the majority class and chance
+    assert axes.get_title().startswith(
+        f"SIB-200 topic classification: {trained_run.split('/')[-2]}/run fine-tuned on eng_Latn\n"
+    )
+    assert (axes.get_xlabel(), axes.get_ylabel()) == ("language", "accuracy")
+    assert [(line.get_label(), line.get_ydata()[0]) for line in axes.get_lines()] == [
+        (f"majority class (commonest training label): {majority:.3f}", majority),
+        ("chance (1/3): 0.333", 1 / 3),
+    ]
+    assert [bar.get_height() for bar in axes.patches] == pytest.approx([float(english[2])] * 2, abs=5e-4)
+    assert matplotlib.image.imread(out / "scores.png").shape[:2] == (600, 1200)
 
     assert run_sib200(trained_run, sib_dir, out) == 0  # again: the finished fine-tuning is resumed, not redone
     again = capsys.readouterr().out

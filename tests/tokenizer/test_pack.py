@@ -76,6 +76,79 @@ def test_an_hf_tokenizer_folder_is_accepted(model, tmp_path):
         sentencepiece_file(str(tmp_path / "missing"))
 
 
+def _documents(text, count=3):
+    from filters.document import make_document
+
+    return [
+        make_document(url=f"u{i}", date_download="d", digest="x", title="t", raw_content=text, cc_segment="s")
+        for i in range(count)
+    ]
+
+
+def _tokenizer_dir(model, root):
+    import shutil
+
+    root.mkdir()
+    shutil.copy(model, root / "sentencepiece.model")
+    return root
+
+
+def test_nothing_to_pack_is_an_error(model, tmp_path, capsys):
+    from tokenizer.__main__ import main
+
+    tok = _tokenizer_dir(model, tmp_path / "tok")
+    write_corpus(tmp_path / "empty", {})  # what the mine job writes when it keeps no document
+    assert (
+        main(["pack", "--corpus", str(tmp_path / "empty"), "--tokenizer", str(tok), "--out", str(tmp_path / "d")]) == 2
+    )
+    err = capsys.readouterr().err
+    assert err == f"error: nothing to pack: {tmp_path / 'empty'} holds no document (did the mine job keep any?)\n"
+    blank = {"en/all/part-00000.parquet": [{**d, "language": "en"} for d in _documents(" \n\n ")]}
+    write_corpus(tmp_path / "blank", blank)
+    assert (
+        main(["pack", "--corpus", str(tmp_path / "blank"), "--tokenizer", str(tok), "--out", str(tmp_path / "d")]) == 2
+    )
+    assert "nothing to pack: the documents of" in capsys.readouterr().err
+    write_corpus(tmp_path / "all", {"en/all/part-00000.parquet": [{**d, "language": "en"} for d in _documents("a b")]})
+    argv = ["pack", "--corpus", str(tmp_path / "all"), "--tokenizer", str(tok), "--out", str(tmp_path / "d")]
+    assert main([*argv, "--buckets", "head"]) == 2
+    assert f"nothing to pack: {tmp_path / 'all'} (buckets head) holds no document" in capsys.readouterr().err
+
+
+def test_a_language_without_blocks_is_left_out_and_named(model, tmp_path, capsys):
+    from tokenizer.__main__ import main
+
+    tok = _tokenizer_dir(model, tmp_path / "tok")
+    shards = {
+        "en/all/part-00000.parquet": [{**d, "language": "en"} for d in _documents(SCRIPTS["Latin"])],
+        "el/all/part-00000.parquet": [{**d, "language": "el"} for d in _documents("\n \n")],
+    }
+    write_corpus(tmp_path / "corpus", shards)
+    argv = ["pack", "--corpus", str(tmp_path / "corpus"), "--tokenizer", str(tok), "--out", str(tmp_path / "data")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "in 1 languages" in captured.out
+    assert captured.err == "warning: no block for el: their corpus documents yield no token; left out\n"
+    manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
+    assert set(manifest["languages"]) == {"en"} and manifest["languages_without_blocks"] == ["el"]
+    assert not (tmp_path / "data" / "el.bin").exists()
+
+
+def test_a_corrupt_tokenizer_model_names_the_file(tmp_path, capsys):
+    from tokenizer.__main__ import main
+
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "sentencepiece.model").write_bytes(b"\x0a\xff not a model" * 20)
+    write_corpus(tmp_path / "corpus", {"en/all/part-00000.parquet": [{**d, "language": "en"} for d in _documents("a")]})
+    argv = ["pack", "--corpus", str(tmp_path / "corpus"), "--tokenizer", str(tmp_path / "tok"), "--out", str(tmp_path)]
+    assert main(argv) == 2
+    model = tmp_path / "tok" / "sentencepiece.model"
+    assert capsys.readouterr().err == (
+        f"error: cannot load SentencePiece model {model}: not a SentencePiece model (corrupt, cut short, or another"
+        " kind of file)\n"
+    )
+
+
 def test_tokens_per_sample_is_validated():
     with pytest.raises(ValueError):
         list(pack_blocks([[5, 6]], tokens_per_sample=1))

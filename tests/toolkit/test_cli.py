@@ -6,7 +6,17 @@ from typing import Optional, Tuple
 
 import pytest
 
-from toolkit.cli import ConfigError, add_config_arguments, build_config, flag, from_dict, given, parse_size, run_cli
+from toolkit.cli import (
+    ConfigError,
+    add_config_arguments,
+    build_config,
+    flag,
+    from_dict,
+    given,
+    nearest_flag,
+    parse_size,
+    run_cli,
+)
 
 
 def _positive(text: str) -> Tuple[str, ...]:
@@ -129,3 +139,14 @@ def test_sizes_in_decimal_and_binary_units():
     for bad in ["", "MB", "12i", "-3", "2 GBs", "x"]:
         with pytest.raises(ValueError, match="not a size"):
             parse_size(bad)
+
+
+def test_nearest_flag_prefers_a_dash_for_an_underscore_then_the_closest_spelling():
+    flags = ["--min-len", "--max-len", "--lang-threshold", "--direct_num_workers", "--experiments"]
+    assert nearest_flag("--min_len", flags) == "--min-len"
+    assert nearest_flag("--MIN-LEN", flags) == "--min-len" and nearest_flag("-min-len", flags) == "--min-len"
+    assert nearest_flag("--direct-num-workers=2", flags) == "--direct_num_workers"
+    assert nearest_flag("--lang-treshold", flags) == "--lang-threshold"
+    assert nearest_flag("--experiment", flags) == "--experiments"
+    assert nearest_flag("--zzz", flags) is None
+    assert nearest_flag("--a_b", ["--a-b", "--a_b_"]) == "--a-b"  # the exact match but for _ and - wins

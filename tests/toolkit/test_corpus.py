@@ -20,7 +20,7 @@ def test_layout_paths():
     assert layout.marker(3) == "gs://bucket/corpus/_work/segments/00003.json"
     assert (
         layout.bad_input("crawl-data/CC/x.warc.wet.gz")
-        == "gs://bucket/corpus/quarantine/bad-input/crawl-data_CC_x.warc.wet.gz.jsonl"
+        == "gs://bucket/corpus/quarantine/bad-input/crawl-data/CC/x.warc.wet.gz.jsonl"
     )
     assert layout.dropped("too_short", 7) == "gs://bucket/corpus/quarantine/dropped/too_short/part-00007.parquet"
     assert Layout.shard("en", "head", 7) == "en/head/part-00007.parquet"
