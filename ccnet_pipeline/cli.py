@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.download import DownloadConfig, DumpSelection
@@ -67,13 +67,18 @@ def _download_parser(sub) -> None:
     _download_arguments(download)
 
 
+def _download_configs(args) -> Tuple[DumpSelection, DownloadConfig]:
+    """What ``args`` select of ``args.dump`` and how to fetch it, checked before any request."""
+    selection = build_config(DumpSelection, given(args, "selection."), {"dump": args.dump})
+    return selection, build_config(DownloadConfig, given(args, "download."), {"progress": sys.stderr.isatty()})
+
+
 def _download(args) -> List[str]:
     """Fetch the selected WET files of ``args.dump``; their local paths. Fails clearly, with the
     list of files that could not be fetched after every retry."""
     from ccnet_pipeline.download import Downloader
 
-    selection = build_config(DumpSelection, given(args, "selection."), {"dump": args.dump})
-    config = build_config(DownloadConfig, given(args, "download."), {"progress": sys.stderr.isatty()})
+    selection, config = _download_configs(args)
     downloader = Downloader(config)
     try:
         selected = selection.select(downloader.list_wet_paths(selection.dump))
@@ -224,6 +229,8 @@ def _mine(args, beam_args: List[str]) -> int:
 
     # Everything the job is given is checked before a download of --dump starts.
     config = build_config(MineConfig, given(args), {"input": (args.input or args.dump,)}).with_absolute_paths()
+    if args.dump:
+        _download_configs(args)
     identifier = LanguageIdentifier(storage.localize(config.lid.model_path))
     identifier.model  # noqa: B018 -- a missing or corrupt model fails here, not on a worker
     if config.lm_dir:
