@@ -1,7 +1,7 @@
 """This trainer's training step on one CUDA GPU: tokens/s and MFU in bf16 and fp16.
 
 For preset base (vocabulary 250,002) at 32 x 512 tokens per step by default, times steps of
-pretrain.train.train_step (autocast to the precision, GradScaler in fp16, fused AdamW from
+pretrain.optim.train_step (autocast to the precision, GradScaler in fp16, fused AdamW from
 make_optimizer, clipping) on random ids with a fresh 15% mask each step, after warm-up steps, and
 prints one line per precision: step time, tokens/s, model FLOP/s and MFU, the model FLOP/s over the
 GPU's peak dense bf16/fp16 FLOP/s (known GPUs below, or --peak-tflops). Model FLOPs as
@@ -21,7 +21,8 @@ from train import describe_flops, flops_per_token, random_batch
 
 from pretrain.dist import Dist
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
-from pretrain.train import MaskedLM, make_optimizer, train_config, train_step
+from pretrain.optim import Optimization, train_step
+from pretrain.train import MaskedLM, train_config
 
 # Peak dense (no sparsity) bf16 = fp16 tensor-core TFLOP/s, by device-name pattern, first match wins.
 PEAK_TFLOPS = [
@@ -46,10 +47,9 @@ def run(args, config: ModelConfig, precision: str, device: torch.device, peak_tf
     train_cfg = train_config(args.config, precision=precision)
     torch.manual_seed(0)
     model = XLMRModel(config).to(device)
-    optimizer = make_optimizer(model, train_cfg)  # fused AdamW
-    for group in optimizer.param_groups:
-        group["lr"] = train_cfg.lr  # make_optimizer leaves the schedule to set it
-    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    optimization = Optimization.of(model, train_cfg, device)  # fused AdamW, GradScaler in fp16
+    for group in optimization.optimizer.param_groups:
+        group["lr"] = train_cfg.lr  # the run's schedule would set it
     step_model = MaskedLM(torch.compile(model) if args.compile else model)
     # All batches built before timing: the trainer masks on the CPU while the GPU works.
     batches = [
@@ -60,14 +60,14 @@ def run(args, config: ModelConfig, precision: str, device: torch.device, peak_tf
     dist = Dist(device=device)
 
     for batch in batches[: args.warmup]:  # compilation, allocator and cuBLAS heuristics settle here
-        train_step(step_model, optimizer, scaler, [batch], dist, precision, train_cfg.clip_norm)
+        train_step(step_model, [batch], optimization, dist)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     skipped = 0
     sync()
     start = time.perf_counter()
     for batch in batches[args.warmup :]:
-        skipped += train_step(step_model, optimizer, scaler, [batch], dist, precision, train_cfg.clip_norm)[3]
+        skipped += train_step(step_model, [batch], optimization, dist).skipped
     sync()
     seconds = time.perf_counter() - start
 
@@ -78,7 +78,7 @@ def run(args, config: ModelConfig, precision: str, device: torch.device, peak_tf
     memory = (
         f" | peak memory {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB" if device.type == "cuda" else ""
     )
-    del model, step_model, optimizer, batches  # the next precision starts from an empty GPU
+    del model, step_model, optimization, batches  # the next precision starts from an empty GPU
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()

@@ -10,7 +10,6 @@ Runs on the corpus, tokenizer and packed data of `make tokenize`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -19,16 +18,15 @@ import numpy as np
 
 from sampling import MixtureConfig, MultilingualSampler
 from tokenizer import XLMRTokenizer
-from tokenizer.pack import document_ids, load_blocks, pack_blocks
+from tokenizer.pack import PackedManifest, document_ids, pack_blocks
 from tokenizer.xlmr import PAD
 
 
 def read_packed(data_dir: str, batch: int, repeats: int) -> tuple:
     """Tokens delivered by assembling [batch, tokens_per_sample] arrays from every block."""
-    with open(os.path.join(data_dir, "manifest.json")) as handle:
-        manifest = json.load(handle)
-    width = manifest["tokens_per_sample"]
-    shards = [load_blocks(data_dir, language) for language in sorted(manifest["languages"])]
+    manifest = PackedManifest.read(data_dir)
+    width = manifest.tokens_per_sample
+    shards = [manifest.load_blocks(data_dir, language) for language in sorted(manifest.languages)]
     tokens = 0
     start = time.perf_counter()
     for _ in range(repeats):

@@ -2,7 +2,7 @@
 
 For the same model (preset, vocabulary), the same batch of random ids and the same 15% BERT mask,
 times one full optimizer step (forward, backward, gradient clipping, AdamW, zero_grad) of
-  (a) pretrain.model.XLMRModel with pretrain.train.train_step: the LM head runs only at the
+  (a) pretrain.model.XLMRModel with pretrain.optim.train_step: the LM head runs only at the
       masked positions;
   (b) transformers' XLMRobertaForMaskedLM (SDPA attention) with its own loss: the LM head runs at
       every position, labels -100 where not masked;
@@ -29,7 +29,8 @@ from pretrain.data import FIRST_PIECE, masking_generator
 from pretrain.dist import Dist
 from pretrain.export import hf_config, to_hf
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
-from pretrain.train import MaskedLM, make_optimizer, masked_batch, train_config, train_step
+from pretrain.optim import Optimization, make_optimizer, train_step
+from pretrain.train import MaskedLM, masked_batch, train_config
 from tokenizer.xlmr import BOS
 
 HF_TIED = {"lm_head.decoder.weight", "lm_head.decoder.bias"}  # tied to the embeddings and lm_head.bias
@@ -157,12 +158,10 @@ def main(argv=None) -> int:
     ours_opt, hf_opt = make_optimizer(ours, train_cfg), make_optimizer(hf, train_cfg)
     for group in ours_opt.param_groups + hf_opt.param_groups:
         group["lr"] = train_cfg.lr
-    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    optimization = Optimization(ours_opt, torch.amp.GradScaler("cpu", enabled=False), train_cfg)
     ours_s, hf_s = time_steps(
         [
-            lambda: train_step(
-                MaskedLM(ours), ours_opt, scaler, [(inputs, masked, targets)], Dist(), "fp32", train_cfg.clip_norm
-            ),
+            lambda: train_step(MaskedLM(ours), [(inputs, masked, targets)], optimization, Dist()),
             lambda: hf_step(hf, hf_opt, inputs, labels, train_cfg.clip_norm),
         ],
         args.steps,

@@ -52,9 +52,6 @@ class TrainLmConfig:
     def __post_init__(self):
         if not self.texts:
             raise ValueError("at least one --text file is needed")
-        for path in self.texts:
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"text file not found: {path}")
         if self.vocab_size < 16 or self.order < 1 or self.max_sentences < 1:
             raise ValueError("vocab_size >= 16, order >= 1 and max_sentences >= 1 are required")
 
@@ -81,6 +78,9 @@ def train_language_model(config: TrainLmConfig) -> dict:
     """Train and write the model pair; returns the counts written to ``<lang>.train.json``."""
     import sentencepiece
 
+    for path in config.texts:  # checked here, not in the config: a saved config loads anywhere
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"text file not found: {path}")
     lmplz = find_kenlm_tool("lmplz", config.kenlm_bin)
     build_binary = find_kenlm_tool("build_binary", config.kenlm_bin)
     os.makedirs(config.output, exist_ok=True)

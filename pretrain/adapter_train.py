@@ -1,7 +1,7 @@
 """MAD-X language adapters: masked-LM training on one language's packed blocks with the encoder
 frozen, only the adapter's parameters in the optimizer and in the checkpoints.
 
-The loop is pretraining's (``train.mlm_loop``: schedule, precision, DDP, held-out loss, exact
+The loop is pretraining's (``train.run_on_blocks``: schedule, precision, DDP, held-out loss, exact
 resume); the encoder comes from a pretraining run, a checkpoint or a Hugging Face folder. RUN holds
 config.json, metrics.csv, tensorboard/, checkpoints/ (the adapter's weights) and ``adapter/``:
 the trained adapter as an AdapterHub folder (``pretrain.adapter_files``).
@@ -10,19 +10,18 @@ the trained adapter as an AdapterHub folder (``pretrain.adapter_files``).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
-from typing import Dict, Optional
+from typing import Dict
 
 import torch
 
-from pretrain import checkpoint
 from pretrain.adapter_files import RUN_ADAPTER_DIR, save_adapter
 from pretrain.adapters import AdapterConfig
-from pretrain.data import read_manifest
 from pretrain.dist import setup, teardown
 from pretrain.hub import load_model
 from pretrain.model import XLMRModel
-from pretrain.train import TrainConfig, check_data_fits, run_on_blocks
+from pretrain.run_dir import RunDir
+from pretrain.train import AdapterStart, MaskedLM, PretrainingRun, TrainConfig, check_data_fits, run_on_blocks
+from tokenizer.pack import PackedManifest
 
 
 def base_with_adapter(init: str, name: str, config: AdapterConfig) -> XLMRModel:
@@ -36,31 +35,26 @@ def base_with_adapter(init: str, name: str, config: AdapterConfig) -> XLMRModel:
 
 def train_adapter(
     config: TrainConfig,
-    adapter: AdapterConfig,
-    init: str,
+    start: AdapterStart,
     data_dir: str,
-    language: str,
-    run_dir: str,
-    name: Optional[str] = None,
+    out: str,
     resume: bool = False,
     device: str = "auto",
 ) -> Dict:
-    """Train (or resume) adapter ``name`` (default: the language code) on ``language``'s blocks;
-    returns the last training and evaluation figures."""
-    manifest = read_manifest(data_dir)
-    resume_from = checkpoint.resume_point(run_dir, resume)
-    name = name or language
+    """Train (or resume) the adapter ``start`` describes on its language's blocks; returns the
+    last training and evaluation figures."""
+    manifest, run = PackedManifest.read(data_dir), RunDir(out)
+    resume_from = run.resume_point(resume)
     dist = setup(device)
     try:
         torch.manual_seed(config.seed)
-        model = base_with_adapter(init, name, adapter)
+        model = base_with_adapter(start.init, start.name, start.config)
         check_data_fits(manifest, model.config)
-        model.to(dist.device)
-        about = {"adapter": {"init": init, "language": language, "name": name, "config": asdict(adapter)}}
-        last = run_on_blocks(model, config, dist, data_dir, run_dir, manifest, resume_from, about, [language], True)
+        record = PretrainingRun(config, model.config, os.path.abspath(data_dir), adapter=start)
+        last = run_on_blocks(MaskedLM(model.to(dist.device)), record, run, dist, resume_from, [start.language], True)
         if dist.is_main:
-            save_adapter(model, name, os.path.join(run_dir, RUN_ADAPTER_DIR), {"language": language})
-            print(f"wrote {os.path.join(run_dir, RUN_ADAPTER_DIR)} (adapter {name!r}, {language})", flush=True)
+            save_adapter(model, start.name, run.join(RUN_ADAPTER_DIR), {"language": start.language})
+            print(f"wrote {run.join(RUN_ADAPTER_DIR)} (adapter {start.name!r}, {start.language})", flush=True)
         return last
     finally:
         teardown()

@@ -1,16 +1,15 @@
-"""Checkpoints: ``RUN/checkpoints/step_XXXXXXXX/`` holding the model (safetensors), the optimizer
-(tensors only, loaded with ``weights_only=True``), the objective's own weights when it has any
-(``objective.safetensors``: distillation's projection), ``state.json`` (step, loss scaler, counters,
-the run's config) and per rank the data stream's position (``rank<r>.json``) and RNG states
-(``rank<r>.rng.pt``). A checkpoint is written under a temporary name and renamed when complete,
-so a crash mid-save leaves the previous one as the latest.
+"""Checkpoints: ``RUN/checkpoints/step_XXXXXXXX/`` (``RunDir.checkpoint``) holding the model
+(safetensors), the optimizer (tensors only, loaded with ``weights_only=True``), the objective's
+own weights when it has any (``objective.safetensors``: distillation's projection), ``state.json``
+(step, loss scaler, counters, the run's config) and per rank the data stream's position
+(``rank<r>.json``) and RNG states (``rank<r>.rng.pt``). A checkpoint is written under a temporary
+name and renamed when complete, so a crash mid-save leaves the previous one as the latest.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from typing import Dict, Optional
 
@@ -18,33 +17,12 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from pretrain.dist import Dist
+from pretrain.optim import Training
+from pretrain.run_dir import RunDir
 from toolkit import storage
 
 MODEL_FILE, OPTIMIZER_FILE, STATE_FILE = "model.safetensors", "optimizer.pt", "state.json"
 OBJECTIVE_FILE = "objective.safetensors"
-_NAME = re.compile(r"^step_(\d{8})$")
-
-
-def checkpoint_dir(run_dir: str, step: int) -> str:
-    return os.path.join(run_dir, "checkpoints", f"step_{step:08d}")
-
-
-def latest(run_dir: str) -> Optional[str]:
-    """The newest complete checkpoint of a run, or None."""
-    root = os.path.join(run_dir, "checkpoints")
-    steps = sorted(int(m.group(1)) for m in map(_NAME.match, os.listdir(root) if os.path.isdir(root) else []) if m)
-    return checkpoint_dir(run_dir, steps[-1]) if steps else None
-
-
-def resume_point(run_dir: str, resume: bool) -> Optional[str]:
-    """The checkpoint a run starts from: the latest with ``resume``, else none, and then a folder
-    that already holds checkpoints is an error (never overwritten)."""
-    found = latest(run_dir)
-    if found and not resume:
-        raise FileExistsError(
-            f"{run_dir} already holds checkpoints: pass --resume to continue it, or choose another --out"
-        )
-    return found if resume else None
 
 
 def rng_state(device: torch.device) -> Dict[str, torch.Tensor]:
@@ -60,22 +38,10 @@ def set_rng_state(state: Dict[str, torch.Tensor], device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def save(
-    run_dir: str,
-    step: int,
-    dist: Dist,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    state: Dict,
-    data_state: Dict,
-    keep: int = 2,
-    trainable_only: bool = False,
-    objective: Optional[torch.nn.Module] = None,
-) -> str:
-    """Write the checkpoint of ``step`` (every rank calls this); keep the newest ``keep``.
-    ``trainable_only``: the weights that train (an adapter's), the frozen rest coming from where
-    the run started. ``objective``: the module holding ``model`` whose other weights train too."""
-    final = checkpoint_dir(run_dir, step)
+def save(run: RunDir, step: int, dist: Dist, training: Training, state: Dict, data_state: Dict, keep: int) -> str:
+    """Write the checkpoint of ``step`` (every rank calls this) with the run's ``state`` and this
+    rank's ``data_state``; keep the newest ``keep``."""
+    final = run.checkpoint(step)
     tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp")
     if dist.is_main:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -85,15 +51,22 @@ def save(
     torch.save(rng_state(dist.device), os.path.join(tmp, f"rank{dist.rank}.rng.pt"))
     dist.barrier()
     if dist.is_main:
-        save_model(model, tmp, metadata={"step": str(step)}, trainable_only=trainable_only)
-        own = objective_weights(objective, model)
+        model, optimization = training.model, training.optimization
+        save_model(model, tmp, metadata={"step": str(step)}, trainable_only=training.trainable_only)
+        own = objective_weights(training.objective)
         if own:
             save_file(own, os.path.join(tmp, OBJECTIVE_FILE))
-        torch.save(optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
-        run_state = {**state, "step": step, "world_size": dist.world_size, "partial": trainable_only}
+        torch.save(optimization.optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
+        run_state = {
+            **state,
+            "scaler": optimization.scaler.state_dict(),
+            "step": step,
+            "world_size": dist.world_size,
+            "partial": training.trainable_only,
+        }
         storage.write_json(os.path.join(tmp, STATE_FILE), run_state)
         storage.publish(tmp, final)  # the same step saved again (a rerun) is replaced
-        _prune(run_dir, keep)
+        run.prune(keep)
     dist.barrier()
     return final
 
@@ -111,11 +84,9 @@ def save_model(
     save_file(tensors, os.path.join(folder, MODEL_FILE), metadata=metadata)
 
 
-def objective_weights(objective: Optional[torch.nn.Module], model: torch.nn.Module) -> Dict[str, torch.Tensor]:
-    """The weights of ``objective`` that are not ``model``'s (by the convention that objectives
-    hold their model as ``.model``)."""
-    if objective is None or objective is model:
-        return {}
+def objective_weights(objective: torch.nn.Module) -> Dict[str, torch.Tensor]:
+    """The weights of ``objective`` that are not its model's (objectives hold their model as
+    ``.model``)."""
     return {
         name: tensor.detach().cpu().contiguous()
         for name, tensor in objective.state_dict().items()
@@ -127,13 +98,6 @@ def trainable_names(model: torch.nn.Module) -> set:
     return {name for name, parameter in model.named_parameters() if parameter.requires_grad}
 
 
-def _prune(run_dir: str, keep: int) -> None:
-    root = os.path.join(run_dir, "checkpoints")
-    names = sorted(name for name in os.listdir(root) if _NAME.match(name))
-    for name in names[:-keep] if keep > 0 else []:
-        shutil.rmtree(os.path.join(root, name))
-
-
 def read_state(path: str) -> Dict:
     with open(os.path.join(path, STATE_FILE)) as handle:
         return json.load(handle)
@@ -143,20 +107,15 @@ def load_model(path: str) -> Dict[str, torch.Tensor]:
     return load_file(os.path.join(path, MODEL_FILE))
 
 
-def load(
-    path: str,
-    dist: Dist,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    objective: Optional[torch.nn.Module] = None,
-) -> Dict:
-    """Restore model, optimizer (and the ``objective``'s own weights) and this rank's RNG;
-    returns ``state.json`` with this rank's data-stream state under ``"data"``."""
+def load(path: str, dist: Dist, training: Training) -> Dict:
+    """Restore the model, the objective's own weights, the optimizer, the loss scaler and this
+    rank's RNG; returns ``state.json`` with this rank's data-stream state under ``"data"``."""
     state = read_state(path)
     if state["world_size"] != dist.world_size:
         raise ValueError(
             f"{path} was written by {state['world_size']} processes; resume with as many (got {dist.world_size})"
         )
+    model, objective, optimization = training.model, training.objective, training.optimization
     if state.get("partial"):  # the trained weights only: every trainable one, nothing unknown
         missing, unexpected = model.load_state_dict(load_model(path), strict=False)
         trainable = trainable_names(model)
@@ -166,14 +125,15 @@ def load(
             )
     else:
         model.load_state_dict(load_model(path))
-    own = objective_weights(objective, model)
-    if own:
+    if objective_weights(objective):
         if not os.path.exists(os.path.join(path, OBJECTIVE_FILE)):
             raise ValueError(f"{path} holds no {OBJECTIVE_FILE}: it was not written by this kind of run")
         objective.load_state_dict({**objective.state_dict(), **load_file(os.path.join(path, OBJECTIVE_FILE))})
-    optimizer.load_state_dict(
+    optimization.optimizer.load_state_dict(
         torch.load(os.path.join(path, OPTIMIZER_FILE), map_location=dist.device, weights_only=True)
     )
+    if optimization.scaler.is_enabled():
+        optimization.scaler.load_state_dict(state["scaler"])
     set_rng_state(torch.load(os.path.join(path, f"rank{dist.rank}.rng.pt"), weights_only=True), dist.device)
     with open(os.path.join(path, f"rank{dist.rank}.json")) as handle:
         state["data"] = json.load(handle)

@@ -11,26 +11,17 @@ state, so a resumed run reads exactly the blocks it would have read.
 
 from __future__ import annotations
 
-import json
-import os
+from functools import partial
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from sampling import LanguageMixture, MixtureConfig
-from tokenizer.pack import load_blocks
+from sampling import EpochStream, LanguageMixture, MixtureConfig
+from tokenizer.pack import PackedManifest
 from tokenizer.xlmr import BOS, EOS, PAD, SPECIALS
 
 FIRST_PIECE = len(SPECIALS)  # random replacements are ordinary pieces: ids 4 .. <mask> - 1
-
-
-def read_manifest(data_dir: str) -> Dict:
-    path = os.path.join(data_dir, "manifest.json")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} is missing: write DATA_DIR with `python -m tokenizer pack`")
-    with open(path) as handle:
-        return json.load(handle)
 
 
 def heldout_count(blocks: int, heldout: int) -> int:
@@ -55,40 +46,32 @@ class BlockStream:
         """``languages``: only these of DATA_DIR's (default all)."""
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
-        manifest = read_manifest(data_dir)
+        manifest = PackedManifest.read(data_dir)
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self._blocks: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
-        for language, counts in selected(manifest, data_dir, languages):
-            train = counts["blocks"] - heldout_count(counts["blocks"], heldout)
+        for language in selected(manifest, data_dir, languages):
+            blocks = manifest.languages[language].blocks
+            train = blocks - heldout_count(blocks, heldout)
             if train >= world_size:
-                tokens, index = load_blocks(data_dir, language)
+                tokens, index = manifest.load_blocks(data_dir, language)
                 self._blocks[language] = (tokens, index[:train])
         if not self._blocks:
             raise ValueError(f"{data_dir}: no language has {world_size} training blocks")
         sizes = {language: int(index["length"].sum()) for language, (_, index) in self._blocks.items()}
         self.mixture = LanguageMixture(sizes, mixture, seed, rank)
         self.probs, self.languages = self.mixture.probs, self.mixture.languages
-        self._position = {language: [0, 0] for language in self.languages}  # [epoch, next index]
-        self._orders: Dict[Tuple[str, int], np.ndarray] = {}
+        self._streams = {
+            language: EpochStream(partial(self._permutation, language), rank, world_size) for language in self.languages
+        }
 
-    def _order(self, language: str, epoch: int) -> np.ndarray:
-        key = (language, epoch)
-        if key not in self._orders:
-            self._orders = {k: v for k, v in self._orders.items() if k[0] != language}  # one epoch cached
-            count = len(self._blocks[language][1])
-            seed = [self.seed, epoch, *language.encode()]
-            self._orders[key] = np.random.default_rng(seed).permutation(count)[self.rank :: self.world_size]
-        return self._orders[key]
+    def _permutation(self, language: str, epoch: int) -> np.ndarray:
+        """Every rank's order of a language's blocks in an epoch, seeded by (seed, epoch, language)."""
+        count = len(self._blocks[language][1])
+        return np.random.default_rng([self.seed, epoch, *language.encode()]).permutation(count)
 
     def _next_block(self, language: str) -> np.ndarray:
-        position = self._position[language]
-        order = self._order(language, position[0])
-        if position[1] == len(order):
-            position[0], position[1] = position[0] + 1, 0
-            order = self._order(language, position[0])
         tokens, index = self._blocks[language]
-        offset, length = index[order[position[1]]]
-        position[1] += 1
+        offset, length = index[self._streams[language].next()]
         return tokens[offset : offset + length]
 
     def next_batch(self, batch_size: int) -> Tuple[torch.Tensor, List[str]]:
@@ -98,38 +81,40 @@ class BlockStream:
     @property
     def epochs(self) -> Dict[str, int]:
         """Complete passes over each language's training blocks (by this rank)."""
-        return {language: position[0] for language, position in self._position.items()}
+        return {language: stream.epoch for language, stream in self._streams.items()}
 
     def state_dict(self) -> Dict:
         """JSON-serializable: the language generator's state and each language's position."""
-        return {"rng": self.mixture.state_dict(), "positions": {k: list(v) for k, v in self._position.items()}}
+        positions = {language: [stream.epoch, stream.index] for language, stream in self._streams.items()}
+        return {"rng": self.mixture.state_dict(), "positions": positions}
 
     def load_state_dict(self, state: Dict) -> None:
         self.mixture.load_state_dict(state["rng"])
-        for language, position in state["positions"].items():
-            if language not in self._position:
+        for language, (epoch, index) in state["positions"].items():
+            if language not in self._streams:
                 raise ValueError(f"the checkpoint's data has language {language}, this DATA_DIR has not")
-            self._position[language] = list(position)
+            self._streams[language].epoch, self._streams[language].index = epoch, index
 
 
-def selected(manifest: Dict, data_dir: str, languages: Optional[Sequence[str]]) -> List[Tuple[str, Dict]]:
-    """(language, counts) of the manifest's languages, or of ``languages`` (each must be there)."""
-    available = manifest["languages"]
-    missing = sorted(set(languages or ()) - set(available))
+def selected(manifest: PackedManifest, data_dir: str, languages: Optional[Sequence[str]]) -> List[str]:
+    """The manifest's languages, or ``languages`` (each must be there), sorted."""
+    missing = sorted(set(languages or ()) - set(manifest.languages))
     if missing:
-        raise ValueError(f"{data_dir} has no blocks of {', '.join(missing)} (it has {', '.join(sorted(available))})")
-    return sorted((language, available[language]) for language in (languages or available))
+        raise ValueError(
+            f"{data_dir} has no blocks of {', '.join(missing)} (it has {', '.join(sorted(manifest.languages))})"
+        )
+    return sorted(languages or manifest.languages)
 
 
 def heldout_blocks(
     data_dir: str, heldout: int, languages: Optional[Sequence[str]] = None
 ) -> Dict[str, List[np.ndarray]]:
     """Each language's held-out blocks (the last ones of its shard), for evaluation."""
-    manifest, out = read_manifest(data_dir), {}
-    for language, counts in selected(manifest, data_dir, languages):
-        count = heldout_count(counts["blocks"], heldout)
+    manifest, out = PackedManifest.read(data_dir), {}
+    for language in selected(manifest, data_dir, languages):
+        count = heldout_count(manifest.languages[language].blocks, heldout)
         if count:
-            tokens, index = load_blocks(data_dir, language)
+            tokens, index = manifest.load_blocks(data_dir, language)
             out[language] = [tokens[offset : offset + length] for offset, length in index[-count:]]
     return out
 

@@ -67,14 +67,21 @@ def soft_cross_entropy(student_logits: torch.Tensor, teacher_logits: torch.Tenso
 
 
 class Distiller(nn.Module):
-    """A student learning from a fixed teacher: the objective ``train.mlm_loop`` and fine-tuning
-    train. Its parameters are the student's (``model``) and the learned projection of the
-    student's hidden states to the teacher's width; the teacher stays outside them (no
-    gradients, not in the state dict, the optimizer or DDP, always in eval mode)."""
+    """A student learning from a fixed teacher: the objective (``optim``) of general distillation
+    on masked blocks, or with ``head`` of task distillation on a fine-tuning set. Its parameters
+    are the student's (``model``) and the learned projection of the student's hidden states to the
+    teacher's width; the teacher stays outside them (no gradients, not in the state dict, the
+    optimizer or DDP, always in eval mode)."""
 
-    def __init__(self, teacher: XLMRModel, student: XLMRModel, config: DistillConfig = DistillConfig()):
+    def __init__(
+        self,
+        teacher: XLMRModel,
+        student: XLMRModel,
+        config: DistillConfig = DistillConfig(),
+        head: Optional[str] = None,
+    ):
         super().__init__()
-        self.step, self.config = layer_step(teacher, student), config
+        self.step, self.config, self.head = layer_step(teacher, student), config, head
         self.model = student
         self.projection = nn.Linear(student.config.hidden, teacher.config.hidden)
         nn.init.normal_(self.projection.weight, std=student.config.init_std)
@@ -135,7 +142,13 @@ class Distiller(nn.Module):
             return student_logits[real], teacher_logits[real]
         return student_logits, teacher_logits
 
-    def forward(self, inputs: torch.Tensor, masked: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """The objective of ``train.mlm_loop``: the batch's total loss, summed over its masked
-        positions (the loop divides by their count); the targets are the teacher's to give."""
-        return self.losses(inputs, masked)["total"] * masked.sum()
+    def forward(self, tokens: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
+        """A micro-batch's total loss summed over its units: (inputs, masked positions, targets)
+        of masked blocks, the targets being the teacher's to give; or with a ``head``, (tokens,
+        labels) of a fine-tuning set, the labels the teacher's to give too."""
+        masked = rest[0] if self.head is None else None
+        return self.losses(tokens, masked, self.head)["total"] * self.units(tokens, *rest)
+
+    def units(self, tokens: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
+        """The masked positions of a block batch, the examples of a fine-tuning batch."""
+        return rest[0].sum() if self.head is None else torch.tensor(len(tokens))

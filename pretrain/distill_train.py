@@ -3,7 +3,7 @@ packed blocks, masked as pretraining masks them.
 
 The student has a model preset's shape (``TrainConfig.model``: ``--student-config``) with the
 teacher's vocabulary, heads (attention scores are compared per head) and positions. The loop is
-pretraining's (``train.mlm_loop`` with ``distill.Distiller`` as the objective: schedule,
+pretraining's (``train.run_on_blocks`` with ``distill.Distiller`` as the objective: schedule,
 precision, DDP, the student's held-out MLM loss, exact resume); checkpoints hold the student as
 ``model.safetensors`` and the projection in ``objective.safetensors``. RUN is a pretraining run
 folder, so export-hf, finetune, evaluate and train-adapter read the student as any other model.
@@ -13,18 +13,19 @@ distill-task``).
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import os
 from typing import Dict
 
 import torch
 
 from pretrain import checkpoint
-from pretrain.data import read_manifest
 from pretrain.dist import setup, teardown
 from pretrain.distill import DistillConfig, Distiller
 from pretrain.hub import load_model
 from pretrain.model import ModelConfig, XLMRModel, model_config
-from pretrain.train import TrainConfig, check_data_fits, run_on_blocks
+from pretrain.run_dir import RunDir
+from pretrain.train import DistillStart, PretrainingRun, TrainConfig, check_data_fits, run_on_blocks
+from tokenizer.pack import PackedManifest
 
 
 def student_config(preset: str, teacher: ModelConfig, dropout: float) -> ModelConfig:
@@ -48,14 +49,14 @@ def distill(
     losses: DistillConfig,
     teacher: str,
     data_dir: str,
-    run_dir: str,
+    out: str,
     resume: bool = False,
     device: str = "auto",
 ) -> Dict:
     """Distill (or resume distilling) ``teacher`` (a run, a checkpoint or an HF folder) into a
-    ``config.model`` student in ``run_dir``; returns the last training and evaluation figures."""
-    manifest = read_manifest(data_dir)
-    resume_from = checkpoint.resume_point(run_dir, resume)
+    ``config.model`` student in ``out``; returns the last training and evaluation figures."""
+    manifest, run = PackedManifest.read(data_dir), RunDir(out)
+    resume_from = run.resume_point(resume)
     dist = setup(device)
     try:
         teacher_model, _ = load_model(teacher)
@@ -72,10 +73,8 @@ def distill(
                 f"{teacher_model.num_parameters():,} parameters): student layer m learns teacher layer {distiller.step}m",
                 flush=True,
             )
-        about = {"distill": {"teacher": teacher, "config": asdict(losses)}}
-        student = distiller.model
-        return run_on_blocks(
-            student, config, dist, data_dir, run_dir, manifest, resume_from, about, objective=distiller
-        )
+        start = DistillStart(teacher, losses)
+        record = PretrainingRun(config, student_cfg, os.path.abspath(data_dir), distill=start)
+        return run_on_blocks(distiller, record, run, dist, resume_from)
     finally:
         teardown()

@@ -25,7 +25,7 @@ import math
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -38,8 +38,9 @@ from pretrain.distill import DistillConfig, Distiller
 from pretrain.export import HF_HEAD_NAME, export_hf
 from pretrain.hub import XLMRHub, from_pretrained, load_model, load_run
 from pretrain.metrics import entity_scores
-from pretrain.model import PAD, XLMRModel, head_kind, load_weights
-from pretrain.train import CONFIG_FILE, PRECISIONS, MetricsLog, autocast, make_optimizer
+from pretrain.model import PAD, ModelConfig, XLMRModel, head_kind, load_weights
+from pretrain.optim import OptimConfig, Optimization, Training, autocast, train_step
+from pretrain.run_dir import CONFIG_FILE, MetricsLog, RunDir
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
 from toolkit import storage
 from toolkit.cli import build_config, flag
@@ -48,11 +49,13 @@ TASKS = ("classify", "pair", "tokens")
 HEAD = HF_HEAD_NAME  # the head's name here and in an exported or imported HF classifier
 FIELDS = ["step", "split", "language", "epoch", "loss", "accuracy", "f1", "lr"]  # metrics.csv; language: the test file
 IGNORED = -100  # the target of a piece that is not a word's first (and of padding): no loss, no prediction
-BEST_DIR, HF_DIR, RESULTS_FILE, TASK_ADAPTER_DIR = "best", "hf", "results.json", "task_adapter"
+TASK_ADAPTER_DIR = "task_adapter"
 
 
 @dataclass(frozen=True)
-class FinetuneConfig:
+class ExamplesConfig:
+    """How a file of examples is read: the task and its columns (fine-tuning and evaluation)."""
+
     task: str = field(
         default="classify", metadata=flag(choices=TASKS)
     )  # classify: a text column; pair: text_a and text_b; tokens: words and their tags
@@ -60,17 +63,19 @@ class FinetuneConfig:
     label_column: str = "label"  # the label of a row (SIB-200: category)
     tokens_column: str = "tokens"  # a tokens task's JSONL: the list of words
     tags_column: str = "tags"  # a tokens task's JSONL: the list of their tags (BIO or BIOES)
-    batch_size: int = 16
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}")
+
+
+@dataclass(frozen=True)
+class FinetuneConfig(ExamplesConfig, OptimConfig):
     lr: float = 2e-5  # peak learning rate, after warm-up
     warmup_ratio: float = 0.1  # share of the steps spent warming up linearly from 0
+    batch_size: int = 16
     epochs: int = 3
     max_steps: int = 0  # stop after this step (to resume later); 0 = every epoch
-    weight_decay: float = 0.01  # AdamW, on matrices and embeddings only
-    beta1: float = 0.9
-    beta2: float = 0.98
-    eps: float = 1e-6
-    clip_norm: float = 1.0  # max global gradient norm; 0 = no clipping
-    precision: str = field(default="fp32", metadata=flag(choices=tuple(PRECISIONS)))  # fp32 | fp16 | bf16
     freeze_embeddings: bool = False  # token and position embeddings stay as they are
     freeze_layers: int = 0  # the lowest N transformer layers stay as they are
     patience: int = 0  # stop after this many epochs without a better dev accuracy; 0 = run every epoch
@@ -79,18 +84,14 @@ class FinetuneConfig:
     keep_checkpoints: int = 2
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        ExamplesConfig.__post_init__(self)
+        OptimConfig.__post_init__(self)
         for name in ("batch_size", "epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("max_steps", "freeze_layers", "patience", "lr", "clip_norm", "weight_decay"):
+        for name in ("max_steps", "freeze_layers", "patience"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        if not 0 <= self.warmup_ratio < 1:
-            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.max_length < 8:
             raise ValueError(f"max_length must be >= 8, got {self.max_length}")
 
@@ -126,7 +127,7 @@ def labels_in(example: Example) -> Tuple[str, ...]:
     return example.label if isinstance(example.label, tuple) else (example.label,)
 
 
-def read_examples(path: str, config: FinetuneConfig) -> List[Example]:
+def read_examples(path: str, config: ExamplesConfig) -> List[Example]:
     """The rows of a TSV (with a header) or JSONL file (``.jsonl``/``.json``): the text column(s)
     and the label; for the tokens task, CoNLL sentences or JSONL lists of words and tags. A
     malformed row or an empty file is an error naming the file and line."""
@@ -150,7 +151,7 @@ def read_examples(path: str, config: FinetuneConfig) -> List[Example]:
     return examples
 
 
-def _tagged_sentences(path: str, config: FinetuneConfig):
+def _tagged_sentences(path: str, config: ExamplesConfig):
     if path.endswith((".jsonl", ".json")):
         for number, row in read_rows(path):
             words, tags = row.get(config.tokens_column), row.get(config.tags_column)
@@ -304,12 +305,19 @@ def task_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mea
     )
 
 
-def learning_rate(step: int, total: int, config: FinetuneConfig) -> float:
-    """Linear warm-up to ``lr`` over ``warmup_ratio`` of the steps, then linear decay to 0."""
-    warmup = int(total * config.warmup_ratio)
-    if warmup and step <= warmup:
-        return config.lr * step / warmup
-    return config.lr * max(0.0, (total - step) / max(total - warmup, 1))
+class TaskLoss(torch.nn.Module):
+    """Fine-tuning's objective (``optim``): the cross-entropy of the head, summed over the
+    examples (or the tagged words of the tokens task)."""
+
+    def __init__(self, model: XLMRModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+        return task_loss(self.model.classify(tokens, HEAD), gold, "sum")
+
+    def units(self, tokens: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+        return gold.ne(IGNORED).sum()
 
 
 def batch_indices(step: int, examples: int, config: FinetuneConfig) -> List[int]:
@@ -360,49 +368,85 @@ def evaluate(
     return loss_sum / max(targets, 1), score
 
 
-def finetune(
-    config: FinetuneConfig,
-    init: str,
-    train_file: str,
-    dev_file: str,
-    test_files: Sequence[str],
-    out: str,
-    resume: bool = False,
-    device: str = "auto",
-    language_adapter: Optional[str] = None,
-    teacher: Optional[str] = None,
-    distill: DistillConfig = DistillConfig(),
-) -> Dict:
+@dataclass(frozen=True)
+class FinetuneJob:
+    """What a fine-tuning run is asked to do: the encoder it starts from, its files, and for MAD-X
+    a fixed language adapter, for task distillation a fine-tuned teacher and the losses."""
+
+    init: str  # a pretraining run, a checkpoint, a fine-tuning run or an HF folder
+    train: str
+    dev: str
+    tests: Tuple[str, ...] = ()
+    language_adapter: Optional[str] = None
+    teacher: Optional[str] = None
+    distill: Optional[DistillConfig] = None  # with a teacher: the losses (default DistillConfig())
+
+    def __post_init__(self):
+        if self.teacher and self.language_adapter:
+            raise ValueError("distill a student without adapters: give --teacher or --adapter, not both")
+
+
+@dataclass(frozen=True)
+class FinetuningRun:
+    """The record (config.json) of a fine-tuning run: its config, inputs, labels and model."""
+
+    finetune: FinetuneConfig
+    init: str
+    labels: Tuple[str, ...]
+    model: ModelConfig
+    train: str
+    dev: str
+    language_adapter: Optional[str] = None
+    teacher: Optional[str] = None
+    distill: Optional[DistillConfig] = None
+
+
+def finetuning_run(path: str) -> Optional[FinetuningRun]:
+    """The record of the fine-tuning run in ``path``, or None for any other folder."""
+    run = RunDir(path)
+    is_finetuning = run.has_record() and "finetune" in storage.read_json(run.config_file)
+    return run.read_record(FinetuningRun) if is_finetuning else None
+
+
+@dataclass
+class TaskData:
+    """A fine-tuning run's examples, their labels in the classifier's order, and how they encode."""
+
+    train: List[Example]
+    dev: List[Example]
+    tests: Dict[str, List[Example]]
+    labels: List[str]
+    encode: Callable[[Sequence[Example]], List[Row]]
+
+
+def finetune(config: FinetuneConfig, job: FinetuneJob, out: str, resume: bool = False, device: str = "auto") -> Dict:
     """Fine-tune (or resume) into ``out``; returns the results written to ``OUT/results.json``.
-    With ``language_adapter`` (an adapter folder or train-adapter run), MAD-X: a task adapter and
-    the head train on top of that fixed language adapter, everything else frozen. With
-    ``teacher`` (a fine-tuned classifier of the same task), ``init`` is a student distilled from
-    it with the ``distill`` losses."""
-    if teacher and language_adapter:
-        raise ValueError("distill a student without adapters: give --teacher or --adapter, not both")
-    resume_from = checkpoint.resume_point(out, resume)
+    With ``job.language_adapter`` (an adapter folder or train-adapter run), MAD-X: a task adapter
+    and the head train on top of that fixed language adapter, everything else frozen. With
+    ``job.teacher`` (a fine-tuned classifier of the same task), ``job.init`` is a student
+    distilled from it with the ``job.distill`` losses."""
+    run = RunDir(out)
+    resume_from = run.resume_point(resume)
     dist = setup(device)
-    if dist.enabled:
-        teardown()
-        raise ValueError("fine-tuning runs in one process")
     try:
-        inputs = (init, train_file, dev_file, test_files, out, resume_from)
-        return _finetune(config, *inputs, dist, language_adapter, teacher, distill)
+        if dist.enabled:
+            raise ValueError("fine-tuning runs in one process")
+        return _finetune(config, job, run, resume_from, dist)
     finally:
         teardown()
 
 
-def _finetune(
-    config, init, train_file, dev_file, test_files, out, resume_from, dist: Dist, language_adapter, teacher, distill
-) -> Dict:
-    train_set, dev_set = read_examples(train_file, config), read_examples(dev_file, config)
-    tests = {path: read_examples(path, config) for path in test_files}
-    labels = label_set(train_set, {dev_file: dev_set, **tests})
-    classifier = teacher or init  # whose labels, in their order, a classifier to learn from has
+def task_data(config: FinetuneConfig, job: FinetuneJob, tokenizer: XLMRTokenizer, max_tokens: int) -> TaskData:
+    """The job's files read, their labels checked against the training set's (and a classifier's
+    own, in its order, when ``init`` or the teacher already is one)."""
+    train, dev = read_examples(job.train, config), read_examples(job.dev, config)
+    tests = {path: read_examples(path, config) for path in job.tests}
+    labels = label_set(train, {job.dev: dev, **tests})
+    classifier = job.teacher or job.init  # whose labels, in their order, a classifier to learn from has
     known = labels_of(classifier)
-    if teacher and known is None:
+    if job.teacher and known is None:
         raise ValueError(
-            f"the teacher {teacher} is no classifier: fine-tune it first (a fine-tuning run or an HF classifier)"
+            f"the teacher {job.teacher} is no classifier: fine-tune it first (a fine-tuning run or an HF classifier)"
         )
     if known is not None:  # continue (or distill) a classifier: its label order, and no label it lacks
         if set(labels) - set(known):
@@ -410,52 +454,46 @@ def _finetune(
                 f"{classifier} classifies {', '.join(known)}; the training set has {', '.join(sorted(set(labels) - set(known)))} besides"
             )
         labels = known
-    model_cfg, state, sentencepiece_model = load_run(init)
-    tokenizer = XLMRTokenizer(sentencepiece_model)
-    encoded = lambda examples: encode_rows(tokenizer, examples, labels, config, model_cfg.max_tokens)
-    train_rows, dev_rows = encoded(train_set), encoded(dev_set)
+    encode = lambda examples: encode_rows(tokenizer, examples, labels, config, max_tokens)
+    return TaskData(train, dev, tests, labels, encode)
+
+
+def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from: Optional[str], dist: Dist) -> Dict:
+    model_cfg, state, sentencepiece_model = load_run(job.init)
+    data = task_data(config, job, XLMRTokenizer(sentencepiece_model), model_cfg.max_tokens)
+    train_rows, dev_rows = data.encode(data.train), data.encode(data.dev)
     metric = metric_of(config.task)
 
     torch.manual_seed(config.seed)
     model = XLMRModel(model_cfg)
     load_weights(model, state)
-    model.register_classification_head(HEAD, len(labels), head_kind_of(config.task))  # as many classes as HF's
-    if language_adapter:
-        attach_task_adapter(model, language_adapter)
+    model.register_classification_head(HEAD, len(data.labels), head_kind_of(config.task))  # as many classes as HF's
+    if job.language_adapter:
+        attach_task_adapter(model, job.language_adapter)
     else:
         freeze(model, config)
-    distiller = task_distiller(teacher, model, sentencepiece_model, config, distill) if teacher else None
-    trainee = distiller or model  # what trains: the model, or the student and its projection
-    trainee.to(dist.device).train()
-    optimizer = make_optimizer(trainee, config)
-    scaler = torch.amp.GradScaler(dist.device.type, enabled=config.precision == "fp16")
+    distill = (job.distill or DistillConfig()) if job.teacher else None
+    if job.teacher:  # the teacher's soft targets, not the labels
+        objective = task_distiller(job.teacher, model, sentencepiece_model, config, distill)
+    else:
+        objective = TaskLoss(model)
+    objective.to(dist.device).train()
+    training = Training(objective, Optimization.of(objective, config, dist.device), bool(job.language_adapter))
     per_epoch = math.ceil(len(train_rows) / config.batch_size)
     total = per_epoch * config.epochs
     last_step = min(config.max_steps or total, total)
     step, best = 0, {metric: -1.0, "epoch": 0, "stale": 0}
     if resume_from:
-        run_state = checkpoint.load(resume_from, dist, model, optimizer, distiller)
-        step, best = run_state["step"], run_state["best"]
-        if scaler.is_enabled():
-            scaler.load_state_dict(run_state["scaler"])
-    os.makedirs(out, exist_ok=True)
-    storage.write_json(
-        os.path.join(out, CONFIG_FILE),
-        {
-            "finetune": asdict(config),
-            "init": init,
-            "labels": labels,
-            "model": model_cfg.to_dict(),
-            "train": train_file,
-            "dev": dev_file,
-            "language_adapter": language_adapter,
-            **({"teacher": teacher, "distill": asdict(distill)} if teacher else {}),
-        },
+        saved = checkpoint.load(resume_from, dist, training)
+        step, best = saved["step"], saved["best"]
+    record = FinetuningRun(
+        config, job.init, tuple(data.labels), model_cfg, job.train, job.dev, job.language_adapter, job.teacher, distill
     )
-    storage.copy_file(sentencepiece_model, os.path.join(out, "tokenizer", "sentencepiece.model"))
-    log = MetricsLog(out, step, True, FIELDS)
+    run.write_record(record)
+    run.copy_tokenizer(sentencepiece_model)
+    log = MetricsLog(run, step, True, FIELDS)
     print(
-        f"fine-tuning {model.num_parameters():,} parameters on {len(train_rows)} examples, {len(labels)} labels, "
+        f"fine-tuning {model.num_parameters():,} parameters on {len(train_rows)} examples, {len(data.labels)} labels, "
         f"{total} steps ({config.epochs} epochs of {per_epoch})"
         + (f"; resuming at step {step}" if resume_from else ""),
         flush=True,
@@ -465,52 +503,35 @@ def _finetune(
     progress = tqdm(total=last_step, initial=step, disable=not sys.stderr.isatty(), unit="step")
     stopped = False
     while step < last_step and not stopped:
-        lr = learning_rate(step + 1, total, config)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+        lr = training.optimization.set_learning_rate(step + 1, total)
         indices = batch_indices(step + 1, len(train_rows), config)
-        tokens, gold = collate_rows([train_rows[i] for i in indices], dist.device)
-        with autocast(dist.device, config.precision):
-            if distiller is not None:  # the teacher's soft targets, not the labels
-                loss = distiller.losses(tokens, head=HEAD)["total"]
-            else:
-                loss = task_loss(model.classify(tokens, HEAD), gold)
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(trainee.parameters(), config.clip_norm if config.clip_norm > 0 else math.inf)
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
+        batch = collate_rows([train_rows[i] for i in indices], dist.device)
+        result = train_step(objective, [batch], training.optimization, dist)
         step += 1
         progress.update(1)
         epoch_done = step % per_epoch == 0
-        log.write(step, "train", epoch=math.ceil(step / per_epoch), loss=loss.item(), lr=lr)
+        loss = result.loss_sum / max(result.units, 1.0)
+        log.write(step, "train", epoch=math.ceil(step / per_epoch), loss=loss, lr=lr)
         if epoch_done:
             epoch = step // per_epoch
-            dev_loss, score = evaluate(model, dev_set, dev_rows, labels, config, dist.device)
+            dev_loss, score = evaluate(model, data.dev, dev_rows, data.labels, config, dist.device)
             log.write(step, "dev", epoch=epoch, loss=dev_loss, **{metric: score})
             print(f"epoch {epoch}: dev loss {dev_loss:.4f}, {metric} {score:.4f}", flush=True)
             if score > best[metric]:
                 best = {metric: score, "epoch": epoch, "stale": 0}
-                _save_best(model, os.path.join(out, BEST_DIR), bool(language_adapter))
+                _save_best(model, run.best, training.trainable_only)
             else:
                 best = {**best, "stale": best["stale"] + 1}
                 stopped = bool(config.patience) and best["stale"] >= config.patience
         if epoch_done or step == last_step or stopped:
-            run_state = {
-                "best": best,
-                "scaler": scaler.state_dict(),
-                "config": asdict(config),
-                "model": model_cfg.to_dict(),
-            }
-            keep, partial = config.keep_checkpoints, bool(language_adapter)
-            checkpoint.save(out, step, dist, model, optimizer, run_state, {}, keep, partial, distiller)
+            state = {"best": best, "config": asdict(config), "model": model_cfg.to_dict()}
+            checkpoint.save(run, step, dist, training, state, {}, config.keep_checkpoints)
     progress.close()
     log.close()
     if step < total and not stopped:
         print(f"stopped at step {step} of {total} (--max-steps): --resume continues", flush=True)
         return {"step": step, "best_dev": best}
-    return _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, config, dist, best, step)
+    return _finish(run, model, data, config, dist, {"step": step, "best_dev": best})
 
 
 def _save_best(model: XLMRModel, path: str, trainable_only: bool) -> None:
@@ -531,7 +552,7 @@ def task_distiller(
         raise ValueError(
             f"the teacher {teacher} has a {kind} head; the {config.task} task needs a {head_kind_of(config.task)} head"
         )
-    distiller = Distiller(teacher_hub.model, student, distill)
+    distiller = Distiller(teacher_hub.model, student, distill, head=HEAD)
     if not filecmp.cmp(teacher_hub.tokenizer.model_path, student_tokenizer, shallow=False):
         raise ValueError(
             f"the teacher {teacher} and the student tokenize differently: distill from the teacher's own encoder"
@@ -553,54 +574,54 @@ def attach_task_adapter(model: XLMRModel, language_adapter: str) -> str:
     return language
 
 
-def _finish(out, model, model_cfg, sentencepiece_model, labels, tests, encoded, config, dist, best, step) -> Dict:
-    """The best dev model: exported to OUT/hf, scored on the test files, results.json written."""
+def _finish(run: RunDir, model: XLMRModel, data: TaskData, config: FinetuneConfig, dist: Dist, outcome: Dict) -> Dict:
+    """The best dev model: exported to OUT/hf, scored on the test files, results.json written
+    (``outcome``: the last step and the best dev score)."""
     with_adapter = TASK_ADAPTER in model.adapter_configs  # best/ holds the task adapter and the head
-    model.load_state_dict(checkpoint.load_model(os.path.join(out, BEST_DIR)), strict=not with_adapter)
+    model.load_state_dict(checkpoint.load_model(run.best), strict=not with_adapter)
     if with_adapter:  # HF's classifiers hold no adapters: the AdapterHub folder
-        save_adapter(model, TASK_ADAPTER, os.path.join(out, TASK_ADAPTER_DIR))
-        written = TASK_ADAPTER_DIR
+        written = run.join(TASK_ADAPTER_DIR)
+        save_adapter(model, TASK_ADAPTER, written)
     else:
-        written = HF_DIR
+        written = run.hf
         head = (HEAD, head_kind_of(config.task))
-        export_hf(model.state_dict(), model_cfg, sentencepiece_model, os.path.join(out, HF_DIR), head, labels)
-    metric = metric_of(config.task)
-    results = {"step": step, "metric": metric, "best_dev": best, "labels": labels, "test": {}}
-    for path, examples in tests.items():
-        loss, score = evaluate(model, examples, encoded(examples), labels, config, dist.device)
+        export_hf(model.state_dict(), model.config, run.sentencepiece_model, written, head, data.labels)
+    metric, best = metric_of(config.task), outcome["best_dev"]
+    results = {"step": outcome["step"], "metric": metric, "best_dev": best, "labels": data.labels, "test": {}}
+    for path, examples in data.tests.items():
+        loss, score = evaluate(model, examples, data.encode(examples), data.labels, config, dist.device)
         results["test"][path] = {"loss": loss, metric: score, "examples": len(examples)}
         print(f"test {path}: {metric} {score:.4f} ({len(examples)} examples)", flush=True)
-    storage.write_json(os.path.join(out, RESULTS_FILE), results)
-    print(
-        f"best dev {metric} {best[metric]:.4f} (epoch {best['epoch']}); wrote {os.path.join(out, written)}",
-        flush=True,
-    )
+    storage.write_json(run.results_file, results)
+    print(f"best dev {metric} {best[metric]:.4f} (epoch {best['epoch']}); wrote {written}", flush=True)
     return results
 
 
 def labels_of(init: str) -> Optional[List[str]]:
     """The labels, in order, of a classifier ``init`` already is (an HF classifier's id2label,
     or a fine-tuning run's), else None."""
-    path = os.path.join(init, CONFIG_FILE)
-    if not os.path.exists(path):
+    record = finetuning_run(init)
+    if record is not None:
+        return list(record.labels)
+    hf_config = os.path.join(init, CONFIG_FILE)  # Hugging Face's own format, read as HF writes it
+    if not os.path.exists(hf_config):
         return None
-    saved = storage.read_json(path)
+    saved = storage.read_json(hf_config)
     if "id2label" in saved and str(saved.get("architectures", [""])[0]).endswith(
         ("SequenceClassification", "TokenClassification")
     ):
         return [saved["id2label"][str(i)] for i in range(len(saved["id2label"]))]
-    return saved.get("labels")
+    return None
 
 
 def load_classifier(path: str, device: Optional[str] = None) -> XLMRHub:
     """A fine-tuned classifier for evaluation: a fine-tuning run or an HF classifier folder; a
     run with a task adapter is rebuilt from its encoder, its language adapter and its best weights."""
-    config_file = os.path.join(path, CONFIG_FILE)
-    saved = storage.read_json(config_file) if os.path.exists(config_file) else {}
-    if not saved.get("language_adapter"):
+    record = finetuning_run(path)
+    if record is None or not record.language_adapter:
         return from_pretrained(path, device)
-    model, sentencepiece_model = load_model(saved["init"])
-    model.register_classification_head(HEAD, len(saved["labels"]), head_kind_of(saved["finetune"]["task"]))
-    attach_task_adapter(model, saved["language_adapter"])
-    model.load_state_dict(checkpoint.load_model(os.path.join(path, BEST_DIR)), strict=False)
+    model, sentencepiece_model = load_model(record.init)
+    model.register_classification_head(HEAD, len(record.labels), head_kind_of(record.finetune.task))
+    attach_task_adapter(model, record.language_adapter)
+    model.load_state_dict(checkpoint.load_model(RunDir(path).best), strict=False)
     return XLMRHub(model.to(device or "cpu"), XLMRTokenizer(sentencepiece_model))

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from pretrain import checkpoint
 from pretrain.export import load_hf
 from pretrain.model import ModelConfig, XLMRModel, load_weights
-from pretrain.train import CONFIG_FILE
+from pretrain.run_dir import RunDir
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
 
 MASK = "<mask>"
@@ -92,12 +92,14 @@ def load_run(path: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor], str]:
     if os.path.exists(os.path.join(path, "sentencepiece.bpe.model")):
         model_cfg, state = load_hf(path)
         return model_cfg, state, os.path.join(path, "sentencepiece.bpe.model")
-    is_run = os.path.exists(os.path.join(path, CONFIG_FILE))
-    run_dir, ckpt = (path, checkpoint.latest(path)) if is_run else (os.path.dirname(os.path.dirname(path)), path)
+    run = RunDir(path)
+    if not run.has_record():  # a checkpoint folder: RUN/checkpoints/step_XXXXXXXX
+        run = RunDir(os.path.dirname(os.path.dirname(path)))
+    ckpt = path if run.path != path else run.latest()
     if ckpt is None or not os.path.exists(os.path.join(ckpt, checkpoint.MODEL_FILE)):
         raise FileNotFoundError(f"{path}: no checkpoint (a run folder, a checkpoint folder or a Hugging Face folder)")
     model_cfg = ModelConfig(**checkpoint.read_state(ckpt)["model"])
-    return model_cfg, checkpoint.load_model(ckpt), os.path.join(run_dir, "tokenizer", "sentencepiece.model")
+    return model_cfg, checkpoint.load_model(ckpt), run.sentencepiece_model
 
 
 def load_model(path: str) -> Tuple[XLMRModel, str]:

@@ -9,7 +9,7 @@ import os
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from pretrain.train import CONFIG_FILE, METRICS_FILE
+from pretrain.run_dir import CONFIG_FILE, METRICS_FILE
 from toolkit import storage
 
 LOSS_DPI = SCORES_DPI = 100  # loss.png 1400 pixels wide, scores.png at least 1200

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import asdict
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from lid.languages import map_code
-from pretrain import checkpoint
 from pretrain.dist import setup
 from pretrain.evaluate import (
     classification_scores,
@@ -24,9 +22,9 @@ from pretrain.evaluate import (
     sentence_embeddings,
     write_scores,
 )
-from pretrain.finetune import HF_DIR, FinetuneConfig, finetune, read_rows
+from pretrain.finetune import FinetuneConfig, FinetuneJob, finetune, finetuning_run, read_rows
 from pretrain.hub import from_pretrained
-from pretrain.train import CONFIG_FILE
+from pretrain.run_dir import RunDir
 from toolkit import storage
 
 SOURCE = "eng_Latn"  # the fine-tuning language, as XTREME's zero-shot setting has it
@@ -91,9 +89,9 @@ def sib200(
     finetune_dir = os.path.join(out, FINETUNE_DIR)
     resume = _can_resume(finetune_dir, init, config)
     train, dev = (os.path.join(sib_dir, source, f"{split}.tsv") for split in ("train", "dev"))
-    finetune(config, init, train, dev, [], finetune_dir, resume=resume, device=device)
+    finetune(config, FinetuneJob(init, train, dev), finetune_dir, resume=resume, device=device)
     target = setup(device).device
-    classifier = from_pretrained(os.path.join(finetune_dir, HF_DIR), target)
+    classifier = from_pretrained(RunDir(finetune_dir).hf, target)
     accuracy = {name: (score, n) for name, score, n in classification_scores(classifier, finetune_dir, files, config)}
 
     encoder = from_pretrained(init, target)
@@ -150,12 +148,12 @@ def _name(init: str) -> str:
 
 def _can_resume(finetune_dir: str, init: str, config: FinetuneConfig) -> bool:
     """Whether ``finetune_dir`` holds this fine-tuning (finished or cut short) to continue."""
-    if not checkpoint.latest(finetune_dir):
+    if not RunDir(finetune_dir).latest():
         return False
-    saved = storage.read_json(os.path.join(finetune_dir, CONFIG_FILE))
-    if saved.get("init") != init or saved.get("finetune") != asdict(config):
+    saved = finetuning_run(finetune_dir)
+    if saved is None or saved.init != init or saved.finetune != config:
         raise FileExistsError(
-            f"{finetune_dir} holds a fine-tuning of {saved.get('init')} with another config: choose another --out"
+            f"{finetune_dir} holds a fine-tuning of {saved.init if saved else 'something else'} with another config: choose another --out"
         )
     return True
 

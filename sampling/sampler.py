@@ -7,61 +7,65 @@ import random
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sampling.mixture import LanguageMixture, MixtureConfig
+from sampling.stream import EpochStream, rank_share
 from toolkit.corpus import CorpusManifest, parquet_row_groups, read_parquet
 
 COLUMNS = ("url", "language", "bucket", "raw_content", "length")
 
 
-class _LanguageStream:
-    """One language's documents for one rank, epoch after epoch.
-
-    The shuffle works in two levels, both seeded by (seed, language, epoch): the order of the
-    row groups of all the language's files, and the documents inside each row group (the
-    shuffle buffer: one row group, up to 4,096 documents). Rank r of w keeps the documents at
-    positions r, r + w, ... of each row group, so ranks never share a document. The position
-    (epoch, row group, offset) is the whole state: a resumed stream skips what was consumed."""
+class _DocumentStream:
+    """One language's documents for one rank, epoch after epoch: an ``EpochStream`` over the row
+    groups of all the language's files, in an order shuffled per (seed, language, epoch) and the
+    same on every rank, then inside each row group (the shuffle buffer: up to 4,096 documents)
+    this rank's ``rank_share`` of the rows, shuffled per (seed, language, epoch, group position).
+    Two levels because a rank can shuffle only what it holds: taking its share inside each group,
+    it never reads another rank's document. The position (epoch, row group, offset) is the whole state."""
 
     def __init__(self, files: Sequence[str], language: str, seed: int, rank: int, world_size: int):
         self.language, self.seed, self.rank, self.world_size = language, seed, rank, world_size
-        self.units: List[Tuple[str, int]] = [
+        self.row_groups: List[Tuple[str, int]] = [
             (path, group) for path in files for group in range(parquet_row_groups(path))
         ]
-        if not self.units:
+        if not self.row_groups:
             raise ValueError(f"no documents for language {language}")
-        self.epoch = self.unit = self.offset = 0
+        self._groups = EpochStream(self._shuffled_row_groups)
+        self.offset = 0  # documents read from the current row group
         self._rows: Optional[List[Dict]] = None
 
-    def _order(self) -> List[int]:
-        order = list(range(len(self.units)))
-        random.Random(f"{self.seed}:{self.language}:{self.epoch}").shuffle(order)
+    def _shuffled_row_groups(self, epoch: int) -> List[Tuple[str, int]]:
+        order = list(self.row_groups)
+        random.Random(f"{self.seed}:{self.language}:{epoch}").shuffle(order)
         return order
 
     def _load(self) -> List[Dict]:
-        path, group = self.units[self._order()[self.unit]]
-        rows = read_parquet(path, COLUMNS, row_group=group).to_pylist()[self.rank :: self.world_size]
-        random.Random(f"{self.seed}:{self.language}:{self.epoch}:{self.unit}").shuffle(rows)
+        path, group = self._groups.current()
+        rows = rank_share(read_parquet(path, COLUMNS, row_group=group).to_pylist(), self.rank, self.world_size)
+        random.Random(f"{self.seed}:{self.language}:{self._groups.epoch}:{self._groups.index}").shuffle(rows)
         return rows
 
     def next(self) -> Dict:
-        empty_units = 0
+        empty_groups = 0
         while True:
             if self._rows is None:
                 self._rows = self._load()
             if self.offset < len(self._rows):
                 self.offset += 1
                 return self._rows[self.offset - 1]
-            empty_units = empty_units + 1 if not self._rows else 0
-            if empty_units > len(self.units):
+            empty_groups = empty_groups + 1 if not self._rows else 0
+            if empty_groups > len(self.row_groups):
                 raise ValueError(f"rank {self.rank} of {self.world_size} has no {self.language} documents")
-            self._rows, self.offset, self.unit = None, 0, self.unit + 1
-            if self.unit == len(self.units):
-                self.epoch, self.unit = self.epoch + 1, 0
+            self._groups.advance()
+            self._rows, self.offset = None, 0
+
+    @property
+    def epoch(self) -> int:
+        return self._groups.epoch
 
     def state(self) -> Dict[str, int]:
-        return {"epoch": self.epoch, "unit": self.unit, "offset": self.offset}
+        return {"epoch": self._groups.epoch, "unit": self._groups.index, "offset": self.offset}
 
     def restore(self, state: Dict[str, int]) -> None:
-        self.epoch, self.unit, self.offset = state["epoch"], state["unit"], state["offset"]
+        self._groups.epoch, self._groups.index, self.offset = state["epoch"], state["unit"], state["offset"]
         self._rows = None
 
 
@@ -98,7 +102,7 @@ class MultilingualSampler:
         self.mixture = LanguageMixture(sizes, mixture, seed, rank)
         self.probs, self.languages = self.mixture.probs, self.mixture.languages
         self._streams = {
-            lang: _LanguageStream(sorted(files[lang]), lang, seed, rank, world_size) for lang in self.languages
+            lang: _DocumentStream(sorted(files[lang]), lang, seed, rank, world_size) for lang in self.languages
         }
 
     def __iter__(self) -> Iterator[Dict]:

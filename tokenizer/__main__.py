@@ -27,12 +27,12 @@ def main(argv=None) -> int:
 def _run(args) -> int:
     if args.command == "pack":
         manifest = pack_corpus(args.corpus, args.tokenizer, args.out, build_config(PackConfig, given(args)))
-        blocks = sum(v["blocks"] for v in manifest["languages"].values())
-        tokens = sum(v["tokens"] for v in manifest["languages"].values())
-        print(f"{blocks} blocks, {tokens} tokens in {len(manifest['languages'])} languages -> {args.out}")
-        if manifest["languages_without_blocks"]:
+        blocks = sum(counts.blocks for counts in manifest.languages.values())
+        tokens = sum(counts.tokens for counts in manifest.languages.values())
+        print(f"{blocks} blocks, {tokens} tokens in {len(manifest.languages)} languages -> {args.out}")
+        if manifest.languages_without_blocks:
             print(
-                f"warning: no block for {', '.join(manifest['languages_without_blocks'])}: their corpus documents"
+                f"warning: no block for {', '.join(manifest.languages_without_blocks)}: their corpus documents"
                 " yield no token; left out",
                 file=sys.stderr,
             )

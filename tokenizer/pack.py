@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -44,6 +44,54 @@ def load_tokenizer(tokenizer_dir: str) -> XLMRTokenizer:
         return XLMRTokenizer(path)
     except (OSError, RuntimeError) as error:
         raise sentencepiece_error(path, error) from None
+
+
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class PackedLanguage:
+    blocks: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class PackedManifest:
+    """``DATA/manifest.json``: what a packed folder holds, the hand-off from ``pack`` to the
+    trainer (which reads it through ``read`` and each language's blocks through ``load_blocks``)."""
+
+    vocab_size: int  # of the tokenizer the blocks were encoded with
+    tokens_per_sample: int
+    tokenizer: str = ""  # the tokenizer folder
+    corpus: str = ""
+    buckets: Optional[Tuple[str, ...]] = None  # the corpus buckets packed (None: all)
+    languages: Dict[str, PackedLanguage] = field(default_factory=dict)  # blocks and tokens per language
+    languages_without_blocks: Tuple[str, ...] = ()  # corpus languages whose documents yield no token
+
+    def write(self, data_dir: str) -> None:
+        storage.write_json(os.path.join(data_dir, MANIFEST_FILE), asdict(self))
+
+    @classmethod
+    def read(cls, data_dir: str) -> PackedManifest:
+        path = os.path.join(data_dir, MANIFEST_FILE)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} is missing: write DATA_DIR with `python -m tokenizer pack`")
+        data = storage.read_json(path)
+        languages = {language: PackedLanguage(**counts) for language, counts in data.pop("languages").items()}
+        buckets, without = data.pop("buckets", None), data.pop("languages_without_blocks", ())
+        return cls(
+            **data,
+            languages=languages,
+            buckets=tuple(buckets) if buckets else None,
+            languages_without_blocks=tuple(without),
+        )
+
+    def load_blocks(self, data_dir: str, language: str) -> Tuple[np.ndarray, np.ndarray]:
+        """(memory-mapped uint32 ids, block index) of one language of the packed folder."""
+        if language not in self.languages:
+            raise ValueError(f"{data_dir} has no blocks of {language} (it has {', '.join(sorted(self.languages))})")
+        tokens = np.memmap(os.path.join(data_dir, f"{language}.bin"), dtype="<u4", mode="r")
+        return tokens, np.load(os.path.join(data_dir, f"{language}.idx.npy"))
 
 
 class NothingToPack(ValueError):
@@ -84,7 +132,7 @@ class PackConfig:
             raise ValueError("tokens_per_sample must be >= 2")
 
 
-def pack_corpus(corpus_dir: str, tokenizer_dir: str, out_dir: str, config: PackConfig = PackConfig()) -> Dict:
+def pack_corpus(corpus_dir: str, tokenizer_dir: str, out_dir: str, config: PackConfig = PackConfig()) -> PackedManifest:
     """Pack every language of a corpus folder; returns (and writes) the manifest. Raises
     ``NothingToPack`` when no language yields a block."""
     tokenizer = load_tokenizer(tokenizer_dir)
@@ -105,16 +153,16 @@ def pack_corpus(corpus_dir: str, tokenizer_dir: str, out_dir: str, config: PackC
         languages[language] = _write_language(out_dir, language, itertools.chain([first], blocks))
     if not languages:
         raise NothingToPack(f"nothing to pack: the documents of {where} ({', '.join(without_blocks)}) yield no token")
-    manifest = {
-        "vocab_size": tokenizer.vocab_size,
-        "tokens_per_sample": tokens_per_sample,
-        "tokenizer": os.path.abspath(tokenizer_dir),
-        "corpus": corpus_dir if storage.is_remote(corpus_dir) else os.path.abspath(corpus_dir),
-        "buckets": list(buckets) if buckets else None,
-        "languages": languages,
-        "languages_without_blocks": without_blocks,
-    }
-    storage.write_json(os.path.join(out_dir, "manifest.json"), manifest)
+    manifest = PackedManifest(
+        vocab_size=tokenizer.vocab_size,
+        tokens_per_sample=tokens_per_sample,
+        tokenizer=os.path.abspath(tokenizer_dir),
+        corpus=corpus_dir if storage.is_remote(corpus_dir) else os.path.abspath(corpus_dir),
+        buckets=tuple(buckets) if buckets else None,
+        languages=languages,
+        languages_without_blocks=tuple(without_blocks),
+    )
+    manifest.write(out_dir)
     return manifest
 
 
@@ -123,7 +171,7 @@ def _texts(paths: Sequence[str]) -> Iterator[str]:
         yield from read_parquet(path, ["raw_content"]).column("raw_content").to_pylist()
 
 
-def _write_language(out_dir: str, language: str, blocks: Iterable[np.ndarray]) -> Dict[str, int]:
+def _write_language(out_dir: str, language: str, blocks: Iterable[np.ndarray]) -> PackedLanguage:
     tokens_path, index_path = os.path.join(out_dir, f"{language}.bin"), os.path.join(out_dir, f"{language}.idx.npy")
     index, offset = [], 0
     with storage.atomic_write(tokens_path) as out:
@@ -133,10 +181,4 @@ def _write_language(out_dir: str, language: str, blocks: Iterable[np.ndarray]) -
             offset += len(block)
     with storage.atomic_write(index_path) as out:
         np.save(out, np.array(index, dtype=INDEX_DTYPE))
-    return {"blocks": len(index), "tokens": offset}
-
-
-def load_blocks(data_dir: str, language: str):
-    """(memory-mapped uint32 ids, block index) of one language of a packed folder."""
-    tokens = np.memmap(os.path.join(data_dir, f"{language}.bin"), dtype="<u4", mode="r")
-    return tokens, np.load(os.path.join(data_dir, f"{language}.idx.npy"))
+    return PackedLanguage(blocks=len(index), tokens=offset)

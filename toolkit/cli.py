@@ -46,7 +46,16 @@ def flag(
 
 @cache
 def field_comments(cls: type) -> Dict[str, str]:
-    """The ``# comment`` of each field in the class's source (on any line of its statement)."""
+    """The ``# comment`` of each field in the source of the class and of the dataclasses it
+    derives from (on any line of the field's statement; the class's own comment wins)."""
+    comments: Dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass):
+            comments.update(_own_field_comments(klass))
+    return comments
+
+
+def _own_field_comments(cls: type) -> Dict[str, str]:
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):

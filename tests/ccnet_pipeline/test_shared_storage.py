@@ -87,4 +87,4 @@ def test_a_corpus_on_shared_storage_is_written_and_read_back(lid_model, tmp_path
     tokenizer.mkdir()
     os.rename(train_sentencepiece(tokenizer), tokenizer / "sentencepiece.model")
     manifest = pack_corpus(remote, str(tokenizer), str(tmp_path / "data"), PackConfig(tokens_per_sample=32))
-    assert set(manifest["languages"]) == {"en", "fr", "de"} and manifest["corpus"] == remote
+    assert set(manifest.languages) == {"en", "fr", "de"} and manifest.corpus == remote

@@ -13,7 +13,9 @@ from pretrain.adapter_files import load_adapter, read_adapter, save_adapter
 from pretrain.adapters import AdapterConfig, NICECoupling, adapter_config
 from pretrain.cli import main
 from pretrain.model import XLMRModel, model_config
-from pretrain.train import TrainConfig, make_optimizer
+from pretrain.optim import make_optimizer
+from pretrain.run_dir import RunDir
+from pretrain.train import TrainConfig
 from tests.pretrain.test_train import fixed_batch, step_on
 
 VOCAB = 300
@@ -226,7 +228,7 @@ def test_train_adapter_saves_only_the_adapter_and_resumes_exactly(trained_run, d
     assert run_train_adapter(trained_run, data_dir, tmp_path / "full") == 0
     printed = capsys.readouterr().out
     assert "languages el" in printed and "trained" in printed
-    ckpt = checkpoint.latest(str(tmp_path / "full"))
+    ckpt = RunDir(str(tmp_path / "full")).latest()
     weights = load_file(os.path.join(ckpt, checkpoint.MODEL_FILE))
     assert weights and all(
         ".output_adapters.el." in key or key.startswith("invertible_adapters.el.") for key in weights

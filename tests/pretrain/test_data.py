@@ -4,9 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from pretrain.data import BlockStream, heldout_blocks, heldout_count, read_manifest
+from pretrain.data import BlockStream, heldout_blocks, heldout_count
 from sampling import MixtureConfig
-from tokenizer.pack import INDEX_DTYPE
+from tokenizer.pack import INDEX_DTYPE, PackedManifest
 from tokenizer.xlmr import BOS, PAD
 
 
@@ -27,8 +27,8 @@ def write_numbered_blocks(root, counts, length=8):
 
 def test_languages_follow_the_smoothed_token_shares(data_dir):
     stream = BlockStream(data_dir, MixtureConfig(alpha=0.3), seed=0)
-    manifest = read_manifest(data_dir)
-    assert set(stream.probs) == set(manifest["languages"])
+    manifest = PackedManifest.read(data_dir)
+    assert set(stream.probs) == set(manifest.languages)
     draws = 6000
     languages = [lang for _ in range(draws // 50) for lang in stream.next_batch(50)[1]]
     for language, p in stream.probs.items():
@@ -39,7 +39,7 @@ def test_languages_follow_the_smoothed_token_shares(data_dir):
 
 def test_batches_are_padded_blocks(data_dir):
     tokens, languages = BlockStream(data_dir, seed=0).next_batch(16)
-    assert tokens.shape[0] == 16 and tokens.shape[1] <= read_manifest(data_dir)["tokens_per_sample"]
+    assert tokens.shape[0] == 16 and tokens.shape[1] <= PackedManifest.read(data_dir).tokens_per_sample
     assert (tokens[:, 0] == BOS).all() and len(languages) == 16
     short = (tokens == PAD).any(dim=1)
     assert (tokens[~short] != PAD).all()

@@ -11,7 +11,9 @@ from pretrain.cli import main
 from pretrain.data import mask_tokens, masking_generator
 from pretrain.dist import Dist
 from pretrain.model import XLMRModel, model_config
-from pretrain.train import MaskedLM, TrainConfig, learning_rate, make_optimizer, train_step
+from pretrain.optim import OptimConfig, Optimization, make_optimizer, train_step
+from pretrain.optim import learning_rate as schedule
+from pretrain.train import MaskedLM, TrainConfig
 from tests.pretrain.conftest import run_torchrun, run_train
 
 VOCAB = 300
@@ -19,6 +21,7 @@ VOCAB = 300
 
 def test_schedule_warms_up_then_decays_polynomially():
     config = TrainConfig(lr=1e-3, warmup_steps=10, total_steps=110, end_lr=1e-5, power=1.0)
+    learning_rate = lambda step, config: schedule(step, config, config.total_steps)
     assert learning_rate(5, config) == pytest.approx(5e-4)
     assert learning_rate(10, config) == pytest.approx(1e-3)
     assert learning_rate(60, config) == pytest.approx((1e-3 - 1e-5) * 0.5 + 1e-5)
@@ -52,7 +55,8 @@ def step_on(model, optimizer, parts, dist=Dist(), precision="fp32", scaler=None)
     scaler = scaler or torch.amp.GradScaler("cpu", enabled=False)
     batches = [(inputs, masked, tokens[masked]) for inputs, masked, tokens in parts]
     objective = model if isinstance(model, torch.nn.parallel.DistributedDataParallel) else MaskedLM(model)
-    return train_step(objective, optimizer, scaler, batches, dist, precision, clip_norm=1.0)
+    optimization = Optimization(optimizer, scaler, OptimConfig(precision=precision, clip_norm=1.0))
+    return train_step(objective, batches, optimization, dist)
 
 
 def split(parts, pieces):

@@ -1,11 +1,12 @@
 import json
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 
 from tests.helpers import write_corpus
 from tests.tokenizer.conftest import SCRIPTS
-from tokenizer.pack import PackConfig, document_ids, load_blocks, pack_blocks, pack_corpus
+from tokenizer.pack import PackConfig, PackedManifest, document_ids, pack_blocks, pack_corpus
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
 
 
@@ -55,8 +56,9 @@ def test_pack_corpus_writes_memory_mappable_shards(model, tmp_path):
     )
     manifest = pack_corpus(str(corpus), str(tok_dir), str(tmp_path / "data"), PackConfig(tokens_per_sample=64))
     saved = json.loads((tmp_path / "data" / "manifest.json").read_text())
-    assert saved == json.loads(json.dumps(manifest)) and saved["tokens_per_sample"] == 64
-    tokens, index = load_blocks(str(tmp_path / "data"), "el")
+    assert saved == json.loads(json.dumps(asdict(manifest))) and saved["tokens_per_sample"] == 64
+    assert PackedManifest.read(str(tmp_path / "data")) == manifest
+    tokens, index = manifest.load_blocks(str(tmp_path / "data"), "el")
     assert isinstance(tokens, np.memmap) and len(index) == saved["languages"]["el"]["blocks"]
     assert index["length"][:-1].tolist() == [64] * (len(index) - 1) and 0 < index["length"][-1] <= 64
     assert (tokens[index["offset"]] == BOS).all() and tokens.size == saved["languages"]["el"]["tokens"]
