@@ -38,9 +38,19 @@ def set_rng_state(state: Dict[str, torch.Tensor], device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def save(run: RunDir, step: int, dist: Dist, training: Training, state: Dict, data_state: Dict, keep: int) -> str:
+def save(
+    run: RunDir,
+    step: int,
+    dist: Dist,
+    training: Training,
+    state: Dict,
+    data_state: Dict,
+    keep: int,
+    with_optimizer: bool = True,
+) -> str:
     """Write the checkpoint of ``step`` (every rank calls this) with the run's ``state`` and this
-    rank's ``data_state``; keep the newest ``keep``."""
+    rank's ``data_state``; keep the newest ``keep``. Without ``with_optimizer`` (a finished run
+    that nothing resumes), the optimizer state, twice the model's size, is left out."""
     final = run.checkpoint(step)
     tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp")
     if dist.is_main:
@@ -56,7 +66,8 @@ def save(run: RunDir, step: int, dist: Dist, training: Training, state: Dict, da
         own = objective_weights(training.objective)
         if own:
             save_file(own, os.path.join(tmp, OBJECTIVE_FILE))
-        torch.save(optimization.optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
+        if with_optimizer:
+            torch.save(optimization.optimizer.state_dict(), os.path.join(tmp, OPTIMIZER_FILE))
         run_state = {
             **state,
             "scaler": optimization.scaler.state_dict(),
@@ -108,8 +119,9 @@ def load_model(path: str) -> Dict[str, torch.Tensor]:
 
 
 def load(path: str, dist: Dist, training: Training) -> Dict:
-    """Restore the model, the objective's own weights, the optimizer, the loss scaler and this
-    rank's RNG; returns ``state.json`` with this rank's data-stream state under ``"data"``."""
+    """Restore the model, the objective's own weights, the optimizer (when the checkpoint kept
+    it), the loss scaler and this rank's RNG; returns ``state.json`` with this rank's data-stream
+    state under ``"data"``."""
     state = read_state(path)
     if state["world_size"] != dist.world_size:
         raise ValueError(
@@ -129,9 +141,10 @@ def load(path: str, dist: Dist, training: Training) -> Dict:
         if not os.path.exists(os.path.join(path, OBJECTIVE_FILE)):
             raise ValueError(f"{path} holds no {OBJECTIVE_FILE}: it was not written by this kind of run")
         objective.load_state_dict({**objective.state_dict(), **load_file(os.path.join(path, OBJECTIVE_FILE))})
-    optimization.optimizer.load_state_dict(
-        torch.load(os.path.join(path, OPTIMIZER_FILE), map_location=dist.device, weights_only=True)
-    )
+    if os.path.exists(os.path.join(path, OPTIMIZER_FILE)):  # a finished run's last checkpoint has none
+        optimization.optimizer.load_state_dict(
+            torch.load(os.path.join(path, OPTIMIZER_FILE), map_location=dist.device, weights_only=True)
+        )
     if optimization.scaler.is_enabled():
         optimization.scaler.load_state_dict(state["scaler"])
     set_rng_state(torch.load(os.path.join(path, f"rank{dist.rank}.rng.pt"), weights_only=True), dist.device)

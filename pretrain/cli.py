@@ -265,7 +265,12 @@ def _evaluate_parser(sub) -> None:
     languages.add_argument("--corpus", help="a corpus folder: its manifest's languages")
     languages.add_argument("--languages", help="XLM-R codes, comma separated (100: all of XLM-R's)")
     sib.add_argument("--source", default="eng_Latn", help="the SIB-200 folder to fine-tune on")
-    sib.add_argument("--layer", type=int, default=None, help="retrieval layer (default: two thirds up)")
+    sib.add_argument(
+        "--layer",
+        type=int,
+        default=None,
+        help="retrieval layer (default: a sentence encoder's last, else two thirds up)",
+    )
     sib.add_argument("--out", default="out/eval", help="finetune/, scores.csv, scores.png, retrieval.csv")
     preset_argument(sib, FINETUNE_PRESETS, "fine-tuning preset")
     sib.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
@@ -275,7 +280,10 @@ def _evaluate_parser(sub) -> None:
     retrieval.add_argument("--src", required=True, help="one sentence a line")
     retrieval.add_argument("--tgt", required=True, help="their translations, line by line")
     retrieval.add_argument(
-        "--layer", type=int, default=None, help="hidden states of this layer (0: embeddings; default 2/3 up)"
+        "--layer",
+        default=None,
+        help="hidden states of this layer (0: embeddings), or all: every layer's score in one pass"
+        " (default: the last for a sentence encoder, two thirds up for an MLM encoder, as XTREME)",
     )
 
 
@@ -289,8 +297,20 @@ def _evaluate(args) -> int:
         return _sib200(args)
     if args.evaluation == "retrieval":
         hub = from_pretrained(args.model)
-        forward, backward = evaluate.retrieval(hub, args.src, args.tgt, args.layer)
-        print(f"retrieval src->tgt {forward:.3f} tgt->src {backward:.3f}")
+        if args.layer is not None and args.layer != "all" and not args.layer.isdigit():
+            raise ValueError(f"--layer {args.layer!r}: give a layer number (0: the embeddings) or all")
+        layers = (
+            None
+            if args.layer is None
+            else range(hub.model.config.layers + 1)
+            if args.layer == "all"
+            else [int(args.layer)]
+        )
+        for layer, forward, backward in evaluate.retrieval(hub, args.src, args.tgt, layers):
+            print(
+                f"retrieval src->tgt {forward:.3f} tgt->src {backward:.3f}"
+                + (f" (layer {layer})" if args.layer == "all" else "")
+            )
         return 0
     tests, adapters = named_paths(args.test, "--test"), named_paths(args.language_adapter, "--language-adapter")
     hub = load_classifier(args.model)

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pretrain.model import LM_HEAD_PARAMETERS, PAD, XLMRModel
+from pretrain.model import LM_HEAD_PARAMETERS, XLMRModel
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class Distiller(nn.Module):
             teacher_hiddens = teacher.features(tokens, True, teacher_scores)
         student_scores: List[torch.Tensor] = []
         student_hiddens = student.features(tokens, True, student_scores)
-        real = tokens.ne(PAD)  # hidden states of padding carry nothing to learn
+        real = tokens.ne(student.config.pad_id)  # hidden states of padding carry nothing to learn
         mapped = [self.step * m for m in range(1, len(student_hiddens))]
         hidden_mse = lambda s, t: F.mse_loss(self.projection(student_hiddens[s][real]), teacher_hiddens[t][real])
         losses = {

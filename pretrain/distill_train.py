@@ -29,14 +29,17 @@ from tokenizer.pack import PackedManifest
 
 
 def student_config(preset: str, teacher: ModelConfig, dropout: float) -> ModelConfig:
-    """``preset``'s layers, width and feed-forward size with the teacher's vocabulary, heads and
-    positions."""
+    """``preset``'s layers, width and feed-forward size with the teacher's vocabulary, heads,
+    positions and family (BERT's token types and positions)."""
     try:
         return model_config(
             preset,
             teacher.vocab_size,
             heads=teacher.heads,
             max_positions=teacher.max_positions,
+            family=teacher.family,
+            pad_id=teacher.pad_id,
+            type_vocab_size=teacher.type_vocab_size,
             dropout=dropout,
             attention_dropout=dropout,
         )

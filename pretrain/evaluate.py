@@ -29,28 +29,44 @@ from pretrain.model import head_kind
 from toolkit import storage
 
 
-def default_layer(layers: int) -> int:
-    """XTREME's layer for XLM-R base's retrieval (8 of 12): two thirds of the way up."""
-    return max(1, layers * 2 // 3)
+def default_layer(layers: int, sentence_encoder: bool = False) -> int:
+    """The retrieval layer by model kind: a sentence encoder's last (what it was trained to pool);
+    an MLM encoder's two thirds of the way up, XTREME's choice for XLM-R base (8 of 12)."""
+    return layers if sentence_encoder else max(1, layers * 2 // 3)
+
+
+def model_layer(hub: XLMRHub) -> int:
+    """``default_layer`` of the hub's model (a model that came without an LM head is a sentence encoder)."""
+    return default_layer(hub.model.config.layers, sentence_encoder=not hub.model.config.lm_head)
 
 
 @torch.no_grad()
-def sentence_embeddings(hub: XLMRHub, sentences: Sequence[str], layer: int, batch_size: int = 32) -> torch.Tensor:
-    """[sentences, hidden]: each sentence's hidden states at ``layer`` (0 = the embeddings)
-    averaged over its tokens, ``<s>`` and ``</s>`` included."""
-    if not 0 <= layer <= hub.model.config.layers:
-        raise ValueError(f"layer {layer}: the model has layers 0 (embeddings) to {hub.model.config.layers}")
+def layer_embeddings(
+    hub: XLMRHub, sentences: Sequence[str], layers: Sequence[int], batch_size: int = 32
+) -> List[torch.Tensor]:
+    """Per layer of ``layers`` (0 = the embeddings), in one pass: [sentences, hidden], each
+    sentence's hidden states averaged over its tokens, ``<s>`` and ``</s>`` included."""
+    for layer in layers:
+        if not 0 <= layer <= hub.model.config.layers:
+            raise ValueError(f"layer {layer}: the model has layers 0 (embeddings) to {hub.model.config.layers}")
     limit = hub.model.config.max_tokens
     rows = [
         ids[: limit - 1] + ids[-1:] if len(ids) > limit else ids for ids in (hub.tokenizer.encode(s) for s in sentences)
     ]
-    out = []
+    out: List[List[torch.Tensor]] = [[] for _ in layers]
+    pad = hub.model.config.pad_id
     for start in range(0, len(rows), batch_size):
-        tokens = collate(rows[start : start + batch_size]).to(hub.device)
-        hidden = hub.model.features(tokens, return_all_hiddens=True)[layer].float()
-        real = tokens.ne(1).unsqueeze(-1).float()
-        out.append((hidden * real).sum(1) / real.sum(1))
-    return torch.cat(out)
+        tokens = collate(rows[start : start + batch_size], pad).to(hub.device)
+        hiddens = hub.model.features(tokens, return_all_hiddens=True)
+        real = tokens.ne(pad).unsqueeze(-1).float()
+        for parts, layer in zip(out, layers):
+            parts.append((hiddens[layer].float() * real).sum(1) / real.sum(1))
+    return [torch.cat(parts) for parts in out]
+
+
+def sentence_embeddings(hub: XLMRHub, sentences: Sequence[str], layer: int, batch_size: int = 32) -> torch.Tensor:
+    """[sentences, hidden] of one layer (``layer_embeddings``)."""
+    return layer_embeddings(hub, sentences, [layer], batch_size)[0]
 
 
 def retrieval_accuracy(source: torch.Tensor, target: torch.Tensor) -> Tuple[float, float]:
@@ -72,14 +88,19 @@ def read_lines(path: str) -> List[str]:
         return [line.rstrip("\n") for line in handle]
 
 
-def retrieval(hub: XLMRHub, source_file: str, target_file: str, layer: Optional[int] = None) -> Tuple[float, float]:
+def retrieval(
+    hub: XLMRHub, source_file: str, target_file: str, layers: Optional[Sequence[int]] = None
+) -> List[Tuple[int, float, float]]:
+    """(layer, source -> target, target -> source) for each of ``layers`` (default: the model's
+    ``default_layer``), the embeddings computed in one pass."""
     source, target = read_lines(source_file), read_lines(target_file)
     if len(source) != len(target):
         raise ValueError(
             f"{source_file} has {len(source)} lines, {target_file} {len(target)}: they must be line-aligned"
         )
-    layer = default_layer(hub.model.config.layers) if layer is None else layer
-    return retrieval_accuracy(sentence_embeddings(hub, source, layer), sentence_embeddings(hub, target, layer))
+    layers = list(layers) if layers is not None else [model_layer(hub)]
+    pairs = zip(layer_embeddings(hub, source, layers), layer_embeddings(hub, target, layers))
+    return [(layer, *retrieval_accuracy(a, b)) for layer, (a, b) in zip(layers, pairs)]
 
 
 def classification_scores(

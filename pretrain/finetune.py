@@ -35,13 +35,13 @@ from pretrain.adapter_files import adapter_folder, load_adapter, save_adapter
 from pretrain.adapters import adapter_config
 from pretrain.dist import Dist, setup, teardown
 from pretrain.distill import DistillConfig, Distiller
-from pretrain.export import HF_HEAD_NAME, export_hf
-from pretrain.hub import XLMRHub, from_pretrained, load_model, load_run
+from pretrain.export import HF_HEAD_NAME, export_hf, load_hf
+from pretrain.hub import XLMRHub, check_vocabulary, from_pretrained, load_model, load_run
 from pretrain.metrics import entity_scores
-from pretrain.model import PAD, ModelConfig, XLMRModel, head_kind, load_weights
+from pretrain.model import ModelConfig, XLMRModel, head_kind, load_weights
 from pretrain.optim import OptimConfig, Optimization, Training, autocast, train_step
 from pretrain.run_dir import CONFIG_FILE, MetricsLog, RunDir
-from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
+from tokenizer.hf import open_tokenizer
 from toolkit import storage
 from toolkit.cli import build_config, flag
 
@@ -234,48 +234,44 @@ def check_labels(path: str, examples: Sequence[Example], labels: Sequence[str], 
         raise ValueError(f"{path}: {problem}: {', '.join(unknown)} (known: {', '.join(labels)})")
 
 
-def encode(tokenizer: XLMRTokenizer, example: Example, max_length: int) -> List[int]:
-    """``<s> a </s>`` or ``<s> a </s></s> b </s>``, the longer text cut first to ``max_length``."""
-    pieces = [tokenizer.encode(text)[1:-1] for text in example.texts]
-    budget = max_length - (2 if len(pieces) == 1 else 4)
-    while sum(map(len, pieces)) > budget:
-        longest = max(range(len(pieces)), key=lambda i: len(pieces[i]))
-        pieces[longest] = pieces[longest][:-1]
-    ids = [0, *pieces[0], EOS]
-    for piece in pieces[1:]:
-        ids += [EOS, *piece, EOS]
-    return ids
+def encode(tokenizer, example: Example, max_length: int) -> List[int]:
+    """``<s> a </s>`` or ``<s> a </s></s> b </s>`` (in the tokenizer's own specials and joining,
+    BERT's ``[CLS] a [SEP] b [SEP]``), the longer text cut first to ``max_length``."""
+    return tokenizer.encode_example(example.texts, max_length)[0]
 
 
-def encode_words(tokenizer: XLMRTokenizer, words: Sequence[str], max_length: int) -> Tuple[List[int], List[int]]:
+def encode_words(tokenizer, words: Sequence[str], max_length: int) -> Tuple[List[int], List[int]]:
     """``<s> pieces </s>`` of a sentence's words, cut to ``max_length``, and the position of each
     word's first piece (the words whose first piece was cut off have none)."""
-    ids, firsts = [BOS], []
+    ids, firsts = [tokenizer.bos], []
     for pieces in tokenizer.encode_words(words):
         if len(ids) + 1 > max_length - 1:
             break
         firsts.append(len(ids))
         ids += pieces[: max_length - 1 - len(ids)]
-    return [*ids, EOS], firsts
+    return [*ids, tokenizer.eos], firsts
 
 
 class Row(NamedTuple):
     ids: List[int]
     target: Union[int, List[int]]  # the class, or per position a tag (IGNORED but at first pieces)
+    types: Optional[List[int]] = None  # token types, where a pair's second text has its own (BERT)
 
 
 def encode_rows(
-    tokenizer: XLMRTokenizer,
+    tokenizer,
     examples: Sequence[Example],
     labels: Sequence[str],
     config: FinetuneConfig,
     max_tokens: int,
 ) -> List[Row]:
     max_length, index = min(config.max_length, max_tokens), {label: i for i, label in enumerate(labels)}
-    if config.task != "tokens":
-        return [Row(encode(tokenizer, example, max_length), index[example.label]) for example in examples]
     rows = []
     for example in examples:
+        if config.task != "tokens":
+            ids, types = tokenizer.encode_example(example.texts, max_length)
+            rows.append(Row(ids, index[example.label], types if any(types) else None))
+            continue
         ids, firsts = encode_words(tokenizer, example.texts, max_length)
         target = [IGNORED] * len(ids)
         for position, tag in zip(firsts, example.label):
@@ -284,18 +280,24 @@ def encode_rows(
     return rows
 
 
-def collate(rows: Sequence[List[int]], padding_value: int = PAD) -> torch.Tensor:
+def collate(rows: Sequence[List[int]], padding_value: int) -> torch.Tensor:
     return torch.nn.utils.rnn.pad_sequence(
         [torch.tensor(r) for r in rows], batch_first=True, padding_value=padding_value
     )
 
 
-def collate_rows(rows: Sequence[Row], device) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(tokens, targets) of a batch: targets [batch] of classes, or [batch, length] of tags."""
-    tokens = collate([row.ids for row in rows]).to(device)
+def collate_rows(rows: Sequence[Row], device, pad: int) -> Tuple[torch.Tensor, ...]:
+    """(tokens, targets) of a batch, and the token types when a row has some: targets [batch] of
+    classes, or [batch, length] of tags; tokens padded with the tokenizer's ``pad``."""
+    tokens = collate([row.ids for row in rows], pad).to(device)
     if isinstance(rows[0].target, int):
-        return tokens, torch.tensor([row.target for row in rows], device=device)
-    return tokens, collate([row.target for row in rows], IGNORED).to(device)
+        gold = torch.tensor([row.target for row in rows], device=device)
+    else:
+        gold = collate([row.target for row in rows], IGNORED).to(device)
+    if all(row.types is None for row in rows):
+        return tokens, gold
+    types = collate([row.types or [0] * len(row.ids) for row in rows], 0).to(device)
+    return tokens, gold, types
 
 
 def task_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
@@ -313,10 +315,10 @@ class TaskLoss(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, tokens: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
-        return task_loss(self.model.classify(tokens, HEAD), gold, "sum")
+    def forward(self, tokens: torch.Tensor, gold: torch.Tensor, types: Optional[torch.Tensor] = None) -> torch.Tensor:
+        return task_loss(self.model.classify(tokens, HEAD, types), gold, "sum")
 
-    def units(self, tokens: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+    def units(self, tokens: torch.Tensor, gold: torch.Tensor, types: Optional[torch.Tensor] = None) -> torch.Tensor:
         return gold.ne(IGNORED).sum()
 
 
@@ -352,9 +354,9 @@ def evaluate(
     model.eval()
     loss_sum, targets, predicted = 0.0, 0, []
     for start in range(0, len(rows), config.batch_size):
-        tokens, gold = collate_rows(rows[start : start + config.batch_size], device)
+        tokens, gold, *types = collate_rows(rows[start : start + config.batch_size], device, model.config.pad_id)
         with autocast(device, config.precision):
-            logits = model.classify(tokens, HEAD).float()
+            logits = model.classify(tokens, HEAD, *types).float()
         loss_sum += task_loss(logits, gold, "sum").item()
         targets += int(gold.ne(IGNORED).sum())
         best = logits.argmax(-1)
@@ -436,7 +438,7 @@ def finetune(config: FinetuneConfig, job: FinetuneJob, out: str, resume: bool = 
         teardown()
 
 
-def task_data(config: FinetuneConfig, job: FinetuneJob, tokenizer: XLMRTokenizer, max_tokens: int) -> TaskData:
+def task_data(config: FinetuneConfig, job: FinetuneJob, tokenizer, max_tokens: int) -> TaskData:
     """The job's files read, their labels checked against the training set's (and a classifier's
     own, in its order, when ``init`` or the teacher already is one)."""
     train, dev = read_examples(job.train, config), read_examples(job.dev, config)
@@ -459,8 +461,10 @@ def task_data(config: FinetuneConfig, job: FinetuneJob, tokenizer: XLMRTokenizer
 
 
 def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from: Optional[str], dist: Dist) -> Dict:
-    model_cfg, state, sentencepiece_model = load_run(job.init)
-    data = task_data(config, job, XLMRTokenizer(sentencepiece_model), model_cfg.max_tokens)
+    model_cfg, state, tokenizer_path = load_run(job.init)
+    tokenizer = open_tokenizer(tokenizer_path)
+    check_vocabulary(model_cfg, tokenizer)
+    data = task_data(config, job, tokenizer, model_cfg.max_tokens)
     train_rows, dev_rows = data.encode(data.train), data.encode(data.dev)
     metric = metric_of(config.task)
 
@@ -474,7 +478,7 @@ def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from
         freeze(model, config)
     distill = (job.distill or DistillConfig()) if job.teacher else None
     if job.teacher:  # the teacher's soft targets, not the labels
-        objective = task_distiller(job.teacher, model, sentencepiece_model, config, distill)
+        objective = task_distiller(job.teacher, model, tokenizer_path, config, distill)
     else:
         objective = TaskLoss(model)
     objective.to(dist.device).train()
@@ -486,11 +490,15 @@ def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from
     if resume_from:
         saved = checkpoint.load(resume_from, dist, training)
         step, best = saved["step"], saved["best"]
+        if step < last_step and not os.path.exists(os.path.join(resume_from, checkpoint.OPTIMIZER_FILE)):
+            raise ValueError(
+                f"{run.path} finished at step {step} and kept no optimizer state: fine-tune anew into another --out"
+            )
     record = FinetuningRun(
         config, job.init, tuple(data.labels), model_cfg, job.train, job.dev, job.language_adapter, job.teacher, distill
     )
     run.write_record(record)
-    run.copy_tokenizer(sentencepiece_model)
+    run.copy_tokenizer(tokenizer_path)
     log = MetricsLog(run, step, True, FIELDS)
     print(
         f"fine-tuning {model.num_parameters():,} parameters on {len(train_rows)} examples, {len(data.labels)} labels, "
@@ -505,7 +513,7 @@ def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from
     while step < last_step and not stopped:
         lr = training.optimization.set_learning_rate(step + 1, total)
         indices = batch_indices(step + 1, len(train_rows), config)
-        batch = collate_rows([train_rows[i] for i in indices], dist.device)
+        batch = collate_rows([train_rows[i] for i in indices], dist.device, model_cfg.pad_id)
         result = train_step(objective, [batch], training.optimization, dist)
         step += 1
         progress.update(1)
@@ -519,13 +527,14 @@ def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from
             print(f"epoch {epoch}: dev loss {dev_loss:.4f}, {metric} {score:.4f}", flush=True)
             if score > best[metric]:
                 best = {metric: score, "epoch": epoch, "stale": 0}
-                _save_best(model, run.best, training.trainable_only)
+                save_best(run, model, data.labels, config)
             else:
                 best = {**best, "stale": best["stale"] + 1}
                 stopped = bool(config.patience) and best["stale"] >= config.patience
         if epoch_done or step == last_step or stopped:
             state = {"best": best, "config": asdict(config), "model": model_cfg.to_dict()}
-            checkpoint.save(run, step, dist, training, state, {}, config.keep_checkpoints)
+            finished = step == total or stopped  # nothing left to resume: no optimizer state kept
+            checkpoint.save(run, step, dist, training, state, {}, config.keep_checkpoints, not finished)
     progress.close()
     log.close()
     if step < total and not stopped:
@@ -534,10 +543,22 @@ def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from
     return _finish(run, model, data, config, dist, {"step": step, "best_dev": best})
 
 
-def _save_best(model: XLMRModel, path: str, trainable_only: bool) -> None:
-    with storage.atomic_path(path) as tmp:
-        os.makedirs(tmp)
-        checkpoint.save_model(model, tmp, trainable_only=trainable_only)
+def save_best(run: RunDir, model: XLMRModel, labels: Sequence[str], config: FinetuneConfig) -> None:
+    """The best dev model, stored once: as the Hugging Face classifier (``RUN/hf``), or with a
+    task adapter (which HF's classifiers cannot hold) its trained weights alone in ``RUN/best``."""
+    if TASK_ADAPTER in model.adapter_configs:
+        with storage.atomic_path(run.best) as tmp:
+            os.makedirs(tmp)
+            checkpoint.save_model(model, tmp, trainable_only=True)
+    else:
+        export_hf(model.state_dict(), model.config, run.tokenizer, run.hf, (HEAD, head_kind_of(config.task)), labels)
+
+
+def best_weights(run: RunDir, model: XLMRModel) -> Dict[str, torch.Tensor]:
+    """The best dev model's weights that ``save_best`` stored, in this model's names."""
+    if TASK_ADAPTER in model.adapter_configs:
+        return checkpoint.load_model(run.best)
+    return load_hf(run.hf)[1]
 
 
 def task_distiller(
@@ -575,17 +596,14 @@ def attach_task_adapter(model: XLMRModel, language_adapter: str) -> str:
 
 
 def _finish(run: RunDir, model: XLMRModel, data: TaskData, config: FinetuneConfig, dist: Dist, outcome: Dict) -> Dict:
-    """The best dev model: exported to OUT/hf, scored on the test files, results.json written
-    (``outcome``: the last step and the best dev score)."""
-    with_adapter = TASK_ADAPTER in model.adapter_configs  # best/ holds the task adapter and the head
-    model.load_state_dict(checkpoint.load_model(run.best), strict=not with_adapter)
-    if with_adapter:  # HF's classifiers hold no adapters: the AdapterHub folder
+    """The best dev model (``save_best``: OUT/hf, or with a task adapter OUT/task_adapter too)
+    scored on the test files, results.json written (``outcome``: the last step and the best
+    dev score)."""
+    model.load_state_dict(best_weights(run, model), strict=False)  # the LM head is not the classifier's
+    written = run.hf
+    if TASK_ADAPTER in model.adapter_configs:  # HF's classifiers hold no adapters: the AdapterHub folder
         written = run.join(TASK_ADAPTER_DIR)
         save_adapter(model, TASK_ADAPTER, written)
-    else:
-        written = run.hf
-        head = (HEAD, head_kind_of(config.task))
-        export_hf(model.state_dict(), model.config, run.sentencepiece_model, written, head, data.labels)
     metric, best = metric_of(config.task), outcome["best_dev"]
     results = {"step": outcome["step"], "metric": metric, "best_dev": best, "labels": data.labels, "test": {}}
     for path, examples in data.tests.items():
@@ -620,8 +638,8 @@ def load_classifier(path: str, device: Optional[str] = None) -> XLMRHub:
     record = finetuning_run(path)
     if record is None or not record.language_adapter:
         return from_pretrained(path, device)
-    model, sentencepiece_model = load_model(record.init)
+    model, tokenizer = load_model(record.init)
     model.register_classification_head(HEAD, len(record.labels), head_kind_of(record.finetune.task))
     attach_task_adapter(model, record.language_adapter)
-    model.load_state_dict(checkpoint.load_model(RunDir(path).best), strict=False)
-    return XLMRHub(model.to(device or "cpu"), XLMRTokenizer(sentencepiece_model))
+    model.load_state_dict(best_weights(RunDir(path), model), strict=False)
+    return XLMRHub(model.to(device or "cpu"), open_tokenizer(tokenizer))

@@ -12,18 +12,17 @@ import torch
 import torch.nn.functional as F
 
 from pretrain import checkpoint
-from pretrain.export import load_hf
+from pretrain.export import HF_TORCH_WEIGHTS, HF_WEIGHTS, load_hf
 from pretrain.model import ModelConfig, XLMRModel, load_weights
 from pretrain.run_dir import RunDir
-from tokenizer.xlmr import BOS, EOS, XLMRTokenizer
+from tokenizer.hf import open_tokenizer, tokenizer_file
 
 MASK = "<mask>"
 
 
 class XLMRHub:
-    def __init__(self, model: XLMRModel, tokenizer: XLMRTokenizer):
-        if model.config.vocab_size != tokenizer.vocab_size:
-            raise ValueError(f"model vocabulary {model.config.vocab_size} != tokenizer's {tokenizer.vocab_size}")
+    def __init__(self, model: XLMRModel, tokenizer):
+        check_vocabulary(model.config, tokenizer)
         self.model, self.tokenizer = model.eval(), tokenizer
 
     @property
@@ -31,10 +30,11 @@ class XLMRHub:
         return next(self.model.parameters()).device
 
     def encode(self, sentence: str, *pairs: str) -> torch.Tensor:
-        """``<s> sentence </s>`` (``</s></s> pair </s>`` for each pair) as a 1-D id tensor."""
+        """``<s> sentence </s>`` (``</s></s> pair </s>`` for each pair) as a 1-D id tensor, in
+        the tokenizer's own specials (BERT's ``[CLS] sentence [SEP]``)."""
         ids = self.tokenizer.encode(sentence)
         for pair in pairs:
-            ids += [EOS, *self.tokenizer.encode(pair)[1:]]
+            ids += [self.tokenizer.eos, *self.tokenizer.encode(pair)[1:]]
         return torch.tensor(ids, dtype=torch.long)
 
     def decode(self, tokens: torch.Tensor) -> str:
@@ -72,9 +72,10 @@ class XLMRHub:
         if masked_input.count(MASK) != 1:
             raise ValueError(f"put exactly one {MASK} in the input")
         left, right = masked_input.split(MASK)
-        ids = [BOS, *self._pieces(left), self.tokenizer.mask, *self._pieces(right), EOS]
+        tokenizer = self.tokenizer
+        ids = [tokenizer.bos, *self._pieces(left), tokenizer.mask, *self._pieces(right), tokenizer.eos]
         tokens = torch.tensor([ids], device=self.device)
-        masked = tokens.eq(self.tokenizer.mask)
+        masked = tokens.eq(tokenizer.mask)
         probs = self.model(tokens, masked)[0].float().softmax(-1)
         values, indices = probs.topk(topk)
         out = []
@@ -86,31 +87,59 @@ class XLMRHub:
         return out
 
 
+def check_vocabulary(config: ModelConfig, tokenizer) -> None:
+    """The one vocabulary rule: the embedding matrix may hold more rows than the tokenizer has
+    ids (padding rows, as real checkpoints have), never fewer."""
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ValueError(
+            f"the tokenizer {tokenizer.model_path} has {tokenizer.vocab_size} ids, the model's embedding matrix"
+            f" {config.vocab_size} rows: the tokenizer is not the model's"
+        )
+
+
+def is_hf_folder(path: str) -> bool:
+    """A Hugging Face model folder: config.json and the weights beside it (a run folder keeps its
+    weights in checkpoints/, a checkpoint folder has no config.json)."""
+    weights = (HF_WEIGHTS, HF_TORCH_WEIGHTS)
+    return os.path.exists(os.path.join(path, "config.json")) and any(
+        os.path.exists(os.path.join(path, name)) for name in weights
+    )
+
+
 def load_run(path: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor], str]:
-    """(model config, weights, SentencePiece model path) of a run folder's latest checkpoint, of
-    one checkpoint folder, or of a Hugging Face XLM-R folder."""
-    if os.path.exists(os.path.join(path, "sentencepiece.bpe.model")):
+    """(model config, weights, tokenizer file) of a run folder's latest checkpoint, of one
+    checkpoint folder, or of a Hugging Face folder (XLM-R, RoBERTa or BERT)."""
+    if is_hf_folder(path):
         model_cfg, state = load_hf(path)
-        return model_cfg, state, os.path.join(path, "sentencepiece.bpe.model")
+        return model_cfg, state, tokenizer_file(path)
     run = RunDir(path)
     if not run.has_record():  # a checkpoint folder: RUN/checkpoints/step_XXXXXXXX
         run = RunDir(os.path.dirname(os.path.dirname(path)))
     ckpt = path if run.path != path else run.latest()
     if ckpt is None or not os.path.exists(os.path.join(ckpt, checkpoint.MODEL_FILE)):
-        raise FileNotFoundError(f"{path}: no checkpoint (a run folder, a checkpoint folder or a Hugging Face folder)")
+        raise FileNotFoundError(
+            f"{path}: no checkpoint: give a run folder, a checkpoint folder, or a Hugging Face folder (config.json,"
+            " model.safetensors or pytorch_model.bin, and a tokenizer)"
+        )
     model_cfg = ModelConfig(**checkpoint.read_state(ckpt)["model"])
-    return model_cfg, checkpoint.load_model(ckpt), run.sentencepiece_model
+    return model_cfg, checkpoint.load_model(ckpt), run.tokenizer
 
 
 def load_model(path: str) -> Tuple[XLMRModel, str]:
-    """(the model with the heads it holds, its SentencePiece model path) of what ``load_run`` reads."""
-    model_cfg, state, sp_model = load_run(path)
+    """(the model with the heads it holds, its tokenizer file) of what ``load_run`` reads; a
+    model that comes without an LM head gets a fresh one, said in one line."""
+    model_cfg, state, tokenizer = load_run(path)
     model = XLMRModel(model_cfg)
     load_weights(model, state)
-    return model, sp_model
+    if not model_cfg.lm_head:
+        print(
+            f"{path} has no masked-LM head: a fresh one is added (masked-LM training starts it from scratch)",
+            flush=True,
+        )
+    return model, tokenizer
 
 
 def from_pretrained(path: str, device: Optional[str] = None) -> XLMRHub:
     """A run folder (its latest checkpoint), one checkpoint folder, or a Hugging Face folder."""
-    model, sp_model = load_model(path)
-    return XLMRHub(model.to(device or "cpu"), XLMRTokenizer(sp_model))
+    model, tokenizer = load_model(path)
+    return XLMRHub(model.to(device or "cpu"), open_tokenizer(tokenizer))

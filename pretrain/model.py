@@ -1,10 +1,14 @@
-"""The XLM-R / RoBERTa encoder as fairseq defines it, with its masked-LM head. No I/O.
+"""The XLM-R / RoBERTa encoder as fairseq defines it, with its masked-LM head, and the BERT
+family's variant of it (``ModelConfig.family``). No I/O.
 
 Token embeddings (padding index 1) plus learned positions numbered from padding_idx + 1 (so 514
 positions hold 512 tokens), embedding LayerNorm, post-LN transformer layers (GELU, dropout 0.1,
 attention through ``scaled_dot_product_attention``), and the LM head (dense -> GELU -> LayerNorm
 -> the token embeddings transposed, plus a bias), computed only where asked: at the masked
-positions during training, which at a 250k vocabulary saves most of the step.
+positions during training, which at a 250k vocabulary saves most of the step. BERT differs in
+three places only: positions numbered from 0 whatever the padding, token-type embeddings (a
+second sentence of a pair is type 1), and a pooler (dense -> tanh on the first token) that its
+sentence classifiers start from.
 
 Fine-tuning heads, registered by name as fairseq's ``register_classification_head`` does: a
 sentence (or sentence-pair) head on ``<s>`` (fairseq's ``RobertaClassificationHead``, HF's
@@ -28,11 +32,12 @@ from torch import nn
 from pretrain.adapters import AdapterConfig, BottleneckAdapter, NICECoupling
 
 PAD = 1  # fairseq's <pad>; tokenizer.xlmr.PAD
+FAMILIES = ("xlm-roberta", "roberta", "bert")  # Hugging Face model types this model is
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    vocab_size: int = 250_002  # from the dictionary: XLMRTokenizer.vocab_size
+    vocab_size: int = 250_002  # rows of the embedding matrix: the tokenizer's ids, or more (padding rows)
     layers: int = 12
     hidden: int = 768
     heads: int = 12
@@ -42,6 +47,11 @@ class ModelConfig:
     attention_dropout: float = 0.1  # on attention probabilities
     layer_norm_eps: float = 1e-5
     init_std: float = 0.02  # BERT initialization
+    family: str = "xlm-roberta"  # xlm-roberta | roberta: fairseq's positions; bert: positions from 0, token types
+    pad_id: int = PAD  # the tokenizer's <pad>: what attention skips (and RoBERTa's positions count from)
+    type_vocab_size: int = 0  # token types (BERT: 2); 0: none (RoBERTa's single type is folded into positions)
+    pooler: bool = False  # a pooler (dense -> tanh on the first token): BERT's sentence heads start from it
+    lm_head: bool = True  # trained with a masked-LM head; False: a sentence encoder, whose head is fresh
 
     def __post_init__(self):
         for name in ("vocab_size", "layers", "hidden", "heads", "ffn", "max_positions"):
@@ -49,15 +59,24 @@ class ModelConfig:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
-        if self.max_positions <= PAD + 1:
-            raise ValueError("max_positions must leave room past the padding index")
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {self.family!r}")
+        if not 0 <= self.pad_id < self.vocab_size or self.type_vocab_size < 0:
+            raise ValueError(f"pad_id must be an id of the vocabulary, type_vocab_size >= 0; got {self.pad_id}")
+        if self.max_tokens < 2:
+            raise ValueError("max_positions must leave room for at least two tokens")
         for name in ("dropout", "attention_dropout"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1)")
 
     @property
+    def absolute_positions(self) -> bool:
+        """BERT numbers positions 0, 1, ...; RoBERTa and XLM-R from padding_idx + 1 (fairseq)."""
+        return self.family == "bert"
+
+    @property
     def max_tokens(self) -> int:
-        return self.max_positions - PAD - 1
+        return self.max_positions if self.absolute_positions else self.max_positions - self.pad_id - 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,10 +97,13 @@ def model_config(preset: str, vocab_size: int, **overrides) -> ModelConfig:
     return ModelConfig(vocab_size=vocab_size, **{**MODEL_PRESETS[preset], **overrides})
 
 
-def position_ids(tokens: torch.Tensor) -> torch.Tensor:
-    """fairseq's make_positions: padding_idx + 1, + 2, ... for real tokens, padding_idx for pads."""
-    real = tokens.ne(PAD).int()
-    return (torch.cumsum(real, dim=1) * real).long() + PAD
+def position_ids(tokens: torch.Tensor, config: ModelConfig = ModelConfig()) -> torch.Tensor:
+    """BERT's 0, 1, ...; or fairseq's make_positions: padding_idx + 1, + 2, ... for real tokens,
+    padding_idx for pads."""
+    if config.absolute_positions:
+        return torch.arange(tokens.size(1), device=tokens.device).expand_as(tokens)
+    real = tokens.ne(config.pad_id).int()
+    return (torch.cumsum(real, dim=1) * real).long() + config.pad_id
 
 
 class SelfAttention(nn.Module):
@@ -175,14 +197,19 @@ class XLMRModel(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden, padding_idx=PAD)
-        self.embed_positions = nn.Embedding(config.max_positions, config.hidden, padding_idx=PAD)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden, padding_idx=config.pad_id)
+        position_padding = None if config.absolute_positions else config.pad_id
+        self.embed_positions = nn.Embedding(config.max_positions, config.hidden, padding_idx=position_padding)
+        if config.type_vocab_size:
+            self.embed_token_types = nn.Embedding(config.type_vocab_size, config.hidden)
         self.embed_norm = nn.LayerNorm(config.hidden, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
         self.layers = nn.ModuleList(Layer(config) for _ in range(config.layers))
         self.head_dense = nn.Linear(config.hidden, config.hidden)
         self.head_norm = nn.LayerNorm(config.hidden, eps=config.layer_norm_eps)
         self.head_bias = nn.Parameter(torch.zeros(config.vocab_size))  # decoder weight = embed_tokens
+        if config.pooler:
+            self.pooler = nn.Linear(config.hidden, config.hidden)
         self.classification_heads = nn.ModuleDict()  # fine-tuning heads by name
         self.apply(self._init_bert)
         self.invertible_adapters = nn.ModuleDict()  # NICE blocks of language adapters, by adapter name
@@ -264,16 +291,18 @@ class XLMRModel(nn.Module):
             return head
         head = head_class(self.config.hidden, num_classes, self.config.dropout)
         head.apply(self._init_bert)
+        if self.config.pooler and self.config.family == "bert" and kind == "sentence":  # as BERT's classifiers
+            head.dense.load_state_dict(self.pooler.state_dict())
         self.classification_heads[name] = head.to(self.head_bias.device).train(self.training)
         return head
 
-    def classify(self, tokens: torch.Tensor, head: str) -> torch.Tensor:
+    def classify(self, tokens: torch.Tensor, head: str, token_types: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Logits of head ``head``: [batch, classes] (sentence) or [batch, length, classes] (tokens)."""
         if head not in self.classification_heads:
             raise KeyError(
                 f"no classification head {head!r} (registered: {', '.join(self.classification_heads) or 'none'})"
             )
-        return self.classification_heads[head](self.features(tokens)[-1])
+        return self.classification_heads[head](self.features(tokens, token_types=token_types)[-1])
 
     def _init_bert(self, module: nn.Module) -> None:
         """fairseq's init_bert_params: N(0, 0.02) weights, zero biases and padding rows."""
@@ -290,16 +319,22 @@ class XLMRModel(nn.Module):
         tokens: torch.Tensor,
         return_all_hiddens: bool = False,
         attention_scores: Optional[List[torch.Tensor]] = None,
+        token_types: Optional[torch.Tensor] = None,
     ) -> List[torch.Tensor]:
         """Hidden states [batch, length, hidden]: the last layer's, or the embeddings' and every
         layer's when ``return_all_hiddens``. ``attention_scores``: a list that gets every layer's
-        attention scores (for distillation)."""
-        if tokens.size(1) > self.config.max_tokens:
-            raise ValueError(f"sequence of {tokens.size(1)} tokens; the model holds {self.config.max_tokens}")
-        padded = tokens.eq(PAD)
+        attention scores (for distillation). ``token_types``: BERT's segment of each token (0 when
+        None)."""
+        config = self.config
+        if tokens.size(1) > config.max_tokens:
+            raise ValueError(f"sequence of {tokens.size(1)} tokens; the model holds {config.max_tokens}")
+        padded = tokens.eq(config.pad_id)
         # Boolean mask, True = may attend; None when nothing is padded lets SDPA use its fastest kernel.
         attend = ~padded[:, None, None, :] if padded.any() else None
-        x = self.dropout(self.embed_norm(self.embed_tokens(tokens) + self.embed_positions(position_ids(tokens))))
+        x = self.embed_tokens(tokens) + self.embed_positions(position_ids(tokens, config))
+        if config.type_vocab_size:
+            x = x + self.embed_token_types(token_types if token_types is not None else torch.zeros_like(tokens))
+        x = self.dropout(self.embed_norm(x))
         invertible = self._invertible()
         if invertible is not None:
             x = invertible(x)
@@ -325,7 +360,8 @@ class XLMRModel(nn.Module):
     def num_parameters(self, exclude_embeddings: bool = False) -> int:  # heads included
         total = sum(p.numel() for p in self.parameters())
         if exclude_embeddings:
-            total -= self.embed_tokens.weight.numel() + self.embed_positions.weight.numel()
+            embeddings = [self.embed_tokens, self.embed_positions, getattr(self, "embed_token_types", None)]
+            total -= sum(module.weight.numel() for module in embeddings if module is not None)
         return total
 
 
@@ -349,7 +385,7 @@ LM_HEAD_PARAMETERS = ("head_dense.weight", "head_dense.bias", "head_norm.weight"
 
 def load_weights(model: XLMRModel, state: Dict[str, torch.Tensor]) -> None:
     """``state`` into ``model``, registering the heads it holds first; a state without the LM
-    head (an HF classifier's) leaves the model's own, initialized one."""
+    head (a sentence encoder's, an HF classifier's) leaves the model's own, initialized one."""
     for name, (classes, kind) in heads_in_state(state).items():
         model.register_classification_head(name, classes, kind)
     missing, unexpected = model.load_state_dict(state, strict=False)

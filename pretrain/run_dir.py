@@ -4,7 +4,7 @@
 RUN/config.json                  the run's record: its configs and inputs (typed, ``record``)
 RUN/checkpoints/step_XXXXXXXX/   checkpoints (``checkpoint.py``), the newest few kept
 RUN/metrics.csv  RUN/tensorboard/  the metrics log
-RUN/tokenizer/sentencepiece.model  (dict.txt)  the tokenizer, so that the folder stands alone
+RUN/tokenizer/sentencepiece.model (dict.txt) or tokenizer.json   the tokenizer: the folder stands alone
 RUN/best/  RUN/hf/  RUN/results.json  a fine-tuning run's best model, its export, its scores
 ```
 
@@ -22,11 +22,12 @@ import re
 import shutil
 from typing import Any, Dict, Optional, Sequence, Type, TypeVar
 
+from tokenizer.hf import SENTENCEPIECE_NAMES, TOKENIZER_JSON, tokenizer_file
 from toolkit import storage
 from toolkit.cli import from_dict
 
 CONFIG_FILE, METRICS_FILE = "config.json", "metrics.csv"
-TOKENIZER_DIR, SENTENCEPIECE_FILE = "tokenizer", "sentencepiece.model"
+TOKENIZER_DIR = "tokenizer"
 BEST_DIR, HF_DIR, RESULTS_FILE = "best", "hf", "results.json"
 _CHECKPOINT = re.compile(r"^step_(\d{8})$")
 Record = TypeVar("Record")
@@ -46,8 +47,9 @@ class RunDir:
         return self.join(CONFIG_FILE)
 
     @property
-    def sentencepiece_model(self) -> str:
-        return self.join(TOKENIZER_DIR, SENTENCEPIECE_FILE)
+    def tokenizer(self) -> str:
+        """The run's tokenizer file: its SentencePiece model, or the ``tokenizer.json`` it came with."""
+        return tokenizer_file(self.join(TOKENIZER_DIR))
 
     @property
     def best(self) -> str:
@@ -79,8 +81,10 @@ class RunDir:
         """With ``resume``, the record of the run to continue (None before its first save)."""
         return self.read_record(cls) if resume and self.has_record() else None
 
-    def copy_tokenizer(self, sentencepiece_model: str, dictionary: Optional[str] = None) -> None:
-        storage.copy_file(sentencepiece_model, self.sentencepiece_model)
+    def copy_tokenizer(self, tokenizer: str, dictionary: Optional[str] = None) -> None:
+        """The tokenizer file (a SentencePiece model, or a ``tokenizer.json``) and fairseq's dict.txt."""
+        name = TOKENIZER_JSON if tokenizer.endswith(".json") else SENTENCEPIECE_NAMES[1]
+        storage.copy_file(tokenizer, self.join(TOKENIZER_DIR, name))
         if dictionary and os.path.exists(dictionary):
             storage.copy_file(dictionary, self.join(TOKENIZER_DIR, "dict.txt"))
 

@@ -17,7 +17,7 @@ from lid.languages import map_code
 from pretrain.dist import setup
 from pretrain.evaluate import (
     classification_scores,
-    default_layer,
+    model_layer,
     retrieval_accuracy,
     sentence_embeddings,
     write_scores,
@@ -95,7 +95,7 @@ def sib200(
     accuracy = {name: (score, n) for name, score, n in classification_scores(classifier, finetune_dir, files, config)}
 
     encoder = from_pretrained(init, target)
-    layer = default_layer(encoder.model.config.layers) if layer is None else layer
+    layer = model_layer(encoder) if layer is None else layer
     source_ids, source_texts = parallel_texts(source_test)
     source_embeddings = sentence_embeddings(encoder, source_texts, layer)
     scores = []

@@ -235,20 +235,27 @@ def pretraining_model(
 
 
 def check_data_fits(manifest: PackedManifest, model_cfg: ModelConfig) -> None:
-    if model_cfg.vocab_size != manifest.vocab_size:
+    """The blocks fit the model: its embedding holds every id of DATA's tokenizer (the one
+    vocabulary rule: more rows are padding), it pads as the blocks do, and a block fits."""
+    if model_cfg.vocab_size < manifest.vocab_size:
         raise ValueError(
-            f"the model's vocabulary has {model_cfg.vocab_size} ids, DATA_DIR's tokenizer {manifest.vocab_size}: pack the data with the model's tokenizer"
+            f"the model's embedding has {model_cfg.vocab_size} rows, DATA_DIR's tokenizer {manifest.tokenizer}"
+            f" {manifest.vocab_size} ids: pack the data with the model's tokenizer"
         )
+    if model_cfg.pad_id != PAD:
+        raise ValueError(f"the model pads with id {model_cfg.pad_id}, the packed blocks with {PAD} (XLM-R's)")
     if manifest.tokens_per_sample > model_cfg.max_tokens:
         raise ValueError(f"blocks of {manifest.tokens_per_sample} tokens, the model holds {model_cfg.max_tokens}")
 
 
 @dataclass
 class Blocks:
-    """What a run on the packed blocks reads: this rank's training stream, the held-out blocks."""
+    """What a run on the packed blocks reads: this rank's training stream, the held-out blocks,
+    and the id of ``<mask>`` (the last of the blocks' tokenizer)."""
 
     stream: BlockStream
     heldout: Dict[str, List]
+    mask_id: int
 
 
 def run_on_blocks(
@@ -285,7 +292,7 @@ def training_blocks(data_dir: str, config: TrainConfig, dist: Dist, languages: O
     )
     heldout = heldout_blocks(data_dir, config.eval_blocks, languages) if config.eval_blocks else {}
     torch.manual_seed(config.seed + dist.rank)  # dropout differs across ranks
-    return Blocks(stream, heldout)
+    return Blocks(stream, heldout, PackedManifest.read(data_dir).vocab_size - 1)
 
 
 def mlm_loop(
@@ -294,7 +301,7 @@ def mlm_loop(
     """Training on masked blocks from ``start`` (step, skipped steps) to the config's last step:
     logs, held-out MLM evaluations and checkpoints. Returns the last figures."""
     model, objective, optimization = training.model, training.objective, training.optimization
-    model_cfg, mask_id = model.config, model.config.vocab_size - 1
+    model_cfg, mask_id = model.config, blocks.mask_id
     stream, (step, skipped) = blocks.stream, start
     cross_entropy = isinstance(objective, MaskedLM)  # a training loss that has a perplexity
     log = MetricsLog(run, step, dist.is_main, METRIC_FIELDS)

@@ -1,4 +1,5 @@
-"""Hugging Face tokenizer files for a SentencePiece model with fairseq's XLM-R ids.
+"""Hugging Face tokenizer files: written for a SentencePiece model with fairseq's XLM-R ids, and
+read (``HFTokenizer``) where a model comes with a ``tokenizer.json`` of its own.
 
 ``tokenizer.json`` is built with the ``tokenizers`` library the way transformers converts XLM-R's
 ``sentencepiece.bpe.model`` (specials first, pieces at SentencePiece id + 1, ``<mask>`` last,
@@ -9,13 +10,13 @@ with protobuf (whose runtime Beam pins below the version transformers' generated
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import sentencepiece
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
 from tokenizers.models import Unigram
 
-from tokenizer.xlmr import SP_EOS, SPECIALS
+from tokenizer.xlmr import SP_EOS, SPECIALS, XLMRTokenizer
 from toolkit import storage
 
 # Fields of sentencepiece_model.proto that are read here.
@@ -111,3 +112,83 @@ def write_hf_tokenizer(model_path: str, out_dir: str, model_max_length: int = 51
     config = {"tokenizer_class": "XLMRobertaTokenizer", "model_max_length": model_max_length, **specials}
     for name, content in (("tokenizer_config.json", config), ("special_tokens_map.json", specials)):
         storage.write_json(os.path.join(out_dir, name), content)
+
+
+# The names the specials of Hugging Face's tokenizers go by: XLM-R / RoBERTa's, then BERT's.
+_SPECIAL_NAMES = {
+    "bos": ("<s>", "[CLS]"),
+    "eos": ("</s>", "[SEP]"),
+    "pad": ("<pad>", "[PAD]"),
+    "unk": ("<unk>", "[UNK]"),
+    "mask": ("<mask>", "[MASK]"),
+}
+
+
+class HFTokenizer:
+    """A Hugging Face ``tokenizer.json`` (WordPiece as mBERT's, BPE, Unigram) behind
+    ``XLMRTokenizer``'s interface, through the ``tokenizers`` library: its own specials (``bos``
+    is BERT's ``[CLS]``, ``eos`` its ``[SEP]``), its own way of joining a pair and of typing the
+    second sentence, its own truncation (longest first)."""
+
+    def __init__(self, path: str):
+        self.model_path = path
+        self.tokenizer = Tokenizer.from_file(path)
+        self.tokenizer.no_padding()
+        for role, names in _SPECIAL_NAMES.items():
+            found = next((i for i in map(self.tokenizer.token_to_id, names) if i is not None), None)
+            if found is None and role != "mask":
+                raise ValueError(f"{path}: no {role} token ({' or '.join(names)}): not a BERT or XLM-R tokenizer")
+            setattr(self, role, found)
+        self.vocab_size = self.tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def _ids(self, text: str) -> List[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode(self, text: str, pair: Optional[str] = None) -> List[int]:
+        return self.tokenizer.encode(text, pair).ids
+
+    def encode_example(self, texts: Sequence[str], max_length: int) -> Tuple[List[int], List[int]]:
+        """(ids, token types) of one text or a pair, as the tokenizer joins them, cut to ``max_length``."""
+        self.tokenizer.enable_truncation(max_length, strategy="longest_first")
+        try:
+            encoding = self.tokenizer.encode(*texts)
+        finally:
+            self.tokenizer.no_truncation()
+        return encoding.ids, encoding.type_ids
+
+    def encode_words(self, words: Sequence[str]) -> List[List[int]]:
+        """The ids of each word of a pre-tokenized sentence (no specials); a word the tokenizer
+        makes nothing of is ``unk``, so that every word has a first piece to be labelled."""
+        encoding = self.tokenizer.encode(list(words), is_pretokenized=True, add_special_tokens=False)
+        pieces: List[List[int]] = [[] for _ in words]
+        for token, word in zip(encoding.ids, encoding.word_ids):
+            if word is not None:
+                pieces[word].append(token)
+        return [ids or [self.unk] for ids in pieces]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def piece(self, token_id: int) -> str:
+        return self.tokenizer.id_to_token(token_id)
+
+
+SENTENCEPIECE_NAMES = ("sentencepiece.bpe.model", "sentencepiece.model")  # XLM-R's name, then ours
+TOKENIZER_JSON = "tokenizer.json"
+
+
+def tokenizer_file(folder: str) -> str:
+    """The tokenizer of a model or tokenizer folder: its SentencePiece model (read with XLM-R's
+    ids), else its ``tokenizer.json``."""
+    for name in (*SENTENCEPIECE_NAMES, TOKENIZER_JSON):
+        if os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    raise FileNotFoundError(
+        f"{folder} has no tokenizer: expected {' or '.join(SENTENCEPIECE_NAMES)} (SentencePiece) or {TOKENIZER_JSON}"
+        " (Hugging Face's): copy the tokenizer files of the model beside its weights"
+    )
+
+
+def open_tokenizer(path: str):
+    """``HFTokenizer`` of a ``tokenizer.json``, else ``XLMRTokenizer`` of a SentencePiece model."""
+    return HFTokenizer(path) if path.endswith(".json") else XLMRTokenizer(path)

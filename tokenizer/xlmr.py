@@ -8,7 +8,7 @@ XLM-R's released ``sentencepiece.bpe.model`` and a model trained here.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import sentencepiece
 
@@ -21,6 +21,12 @@ SP_UNK, SP_BOS, SP_EOS = 0, 1, 2
 
 
 class XLMRTokenizer:
+    """XLM-R's ids over a SentencePiece model. Its interface (the specials' ids, ``encode``,
+    ``encode_example``, ``encode_words``, ``decode``, ``piece``) is every tokenizer's here:
+    ``tokenizer.hf.HFTokenizer`` has it over a Hugging Face ``tokenizer.json``."""
+
+    bos, pad, eos, unk = BOS, PAD, EOS, UNK
+
     def __init__(self, model_path: str):
         self.model_path = model_path
         self.sp = sentencepiece.SentencePieceProcessor(model_file=model_path)
@@ -38,6 +44,20 @@ class XLMRTokenizer:
         if pair is not None:
             ids += [EOS, *self._ids(pair), EOS]
         return ids
+
+    def encode_example(self, texts: Sequence[str], max_length: int) -> Tuple[List[int], List[int]]:
+        """(ids, token types) of one text ``<s> a </s>`` or a pair ``<s> a </s></s> b </s>``,
+        the longer text cut first to fit ``max_length`` (transformers' longest_first); XLM-R has
+        one token type."""
+        pieces = [self._ids(text) for text in texts]
+        budget = max_length - (2 if len(pieces) == 1 else 4)
+        while sum(map(len, pieces)) > budget:
+            longest = max(range(len(pieces)), key=lambda i: len(pieces[i]))
+            pieces[longest] = pieces[longest][:-1]
+        ids = [BOS, *pieces[0], EOS]
+        for piece in pieces[1:]:
+            ids += [EOS, *piece, EOS]
+        return ids, [0] * len(ids)
 
     def encode_words(self, words: Sequence[str]) -> List[List[int]]:
         """The ids of each word of a pre-tokenized sentence (no specials), each encoded as if

@@ -193,7 +193,7 @@ def hf_teacher(folder, trained_run, **shape):
             "12 heads",
             "student 'tiny' with the teacher's 12 heads: hidden (128)",
         ),
-        (["distill", "--student-config", "mini"], "vocabulary", "the model's vocabulary has 500 ids, DATA_DIR's"),
+        (["distill", "--student-config", "mini"], "vocabulary", "the model's embedding has 100 rows, DATA_DIR's"),
         (["distill"], None, "give --teacher and --student-config"),
         (["distill-task", "--student", "STUDENT"], "trained", "is no classifier: fine-tune it first"),
     ],
@@ -204,7 +204,7 @@ def test_a_student_that_cannot_learn_the_teacher_is_a_clear_error(
     teachers = {
         "trained": lambda: trained_run,
         "12 heads": lambda: hf_teacher(tmp_path / "t", trained_run, hidden=96, heads=12, ffn=192),
-        "vocabulary": lambda: hf_teacher(tmp_path / "t", trained_run, vocab_size=500),
+        "vocabulary": lambda: hf_teacher(tmp_path / "t", trained_run, vocab_size=100),  # fewer rows than ids
         None: lambda: None,
     }
     teacher_path = teachers[teacher]()
