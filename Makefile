@@ -40,7 +40,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-read bench-perplexity bench-stream bench-train bench-memory bench-datatrove bench-adapters bench-distill lid-calibrate worker-package clean
+.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-read bench-perplexity bench-stream bench-train bench-memory bench-minhash bench-datatrove bench-adapters bench-distill lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -186,7 +186,8 @@ bench-train: $(VENV)/.installed
 	$(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/pip install --quiet --upgrade pip
 	.venv-bench/bin/pip install --quiet 'datatrove==0.10.1' 'fasttext-numpy2-wheel==0.9.2' 'kenlm==0.3.0' \
-		'sentencepiece==0.2.3' 'pyarrow<26' 'warcio==1.8.1' faust-cchardet python-magic fasteners regex
+		'sentencepiece==0.2.3' 'pyarrow<26' 'warcio==1.8.1' faust-cchardet python-magic fasteners regex \
+		'spacy==3.8.18' 'xxhash==3.6.0' 'tokenizers==0.22.1' 'orjson==3.13.0'
 	touch $@
 
 # mine against datatrove on the same input and models, 1 and 2 workers, taking turns;
@@ -211,9 +212,15 @@ bench-adapters: .venv-adapters/.installed
 bench-distill: $(VENV)/.installed
 	$(PY) bench/distill.py --teacher $(RUN) --data $(DATA) --corpus $(OUT) --sib-dir $(SIB200)
 
-# Per-worker memory of a dedup hash partition at 4, 16 and 64 segments, and the mine job's file count.
+# Per-worker memory of a dedup hash partition at 4, 16 and 64 segments, of near-dedup's clustering
+# steps (with a template on 10% of the pages), and the mine job's file count.
 bench-memory: $(VENV)/.installed
 	$(PY) bench/dedup_memory.py
+
+# MinHash LSH (14 x 8): the S-curve against the theory (out/bench-minhash/scurve.png) and the
+# signature throughput on one core.
+bench-minhash: $(VENV)/.installed
+	$(PY) bench/minhash_scurve.py --figure out/bench-minhash/scurve.png
 
 # The package cluster workers install (Dataflow: --extra_package; Flink/Spark: worker/Dockerfile).
 DIST ?= dist

@@ -4,6 +4,13 @@ perplexity (datatrove's KenlmModel: CCNet's normalization, SentencePiece, KenLM)
 (zstd), on LocalPipelineExecutor. No dedup. datatrove downloads its models from fixed URLs; the
 subclasses below load the same local files the mine job reads instead (datatrove's own files
 unchanged). Prints one line: ``datatrove <documents written> <seconds>``.
+
+With ``--minhash``, datatrove's own MinHash near-dedup as FineWeb runs it, 5-grams and 14 bands of
+8 (its defaults, as the mine job's): the filtered documents are written as JSON lines, then its
+four steps run, each a LocalPipelineExecutor of its own (signatures per file -> buckets, one task
+per band -> clusters in one task -> the filter re-reading the files -> ParquetWriter). One run over
+all languages with datatrove's default word tokenizer (spaCy's English one): the cheapest way to
+run it; FineWeb-2's per-language tokenizers would take one four-step run per language.
 """
 
 from __future__ import annotations
@@ -16,8 +23,17 @@ import time
 import pyarrow.parquet as pq
 from datatrove.executor.local import LocalPipelineExecutor
 from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.dedup.minhash import (
+    MinhashConfig,
+    MinhashDedupBuckets,
+    MinhashDedupCluster,
+    MinhashDedupFilter,
+    MinhashDedupSignature,
+)
 from datatrove.pipeline.filters.language_filter import LanguageFilter
+from datatrove.pipeline.readers.jsonl import JsonlReader
 from datatrove.pipeline.readers.warc import WarcReader
+from datatrove.pipeline.writers.jsonl import JsonlWriter
 from datatrove.pipeline.writers.parquet import ParquetWriter
 from datatrove.utils.lid import FT176LID
 from datatrove.utils.perplexity import KenlmModel, SentencePiece
@@ -106,19 +122,38 @@ def main(argv=None) -> int:
     parser.add_argument("--langs", required=True, help="comma list")
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--minhash", action="store_true", help="also datatrove's MinHash near-dedup, 14 x 8")
     args = parser.parse_args(argv)
     tasks = len(glob.glob(os.path.join(args.input, "*.warc.wet.gz")))
-    pipeline = [
+    folder = args.output.rstrip("/") + "/"
+
+    def run(pipeline, tasks, name):
+        LocalPipelineExecutor(pipeline, tasks=tasks, workers=args.workers, logging_dir=folder + "logs/" + name).run()
+
+    start = time.perf_counter()
+    filtered = [
         WarcReader(args.input, glob_pattern="*.warc.wet.gz"),
         LocalLanguageFilter(args.lid_model, args.langs.split(","), args.threshold),
         CCNetPerplexity(args.lm_dir),
-        ParquetWriter(os.path.join(args.output, "data"), compression="zstd"),
     ]
-    executor = LocalPipelineExecutor(
-        pipeline, tasks=tasks, workers=args.workers, logging_dir=os.path.join(args.output, "logs")
-    )
-    start = time.perf_counter()
-    executor.run()
+    if not args.minhash:
+        run(filtered + [ParquetWriter(folder + "data", compression="zstd")], tasks, "filter")
+    else:
+        config = MinhashConfig()  # 5-grams, 14 buckets of 8 hashes, 64-bit xxhash
+        run(filtered + [JsonlWriter(folder + "filtered", compression=None)], tasks, "filter")
+        run(
+            [JsonlReader(folder + "filtered"), MinhashDedupSignature(folder + "signatures", config)],
+            tasks,
+            "signatures",
+        )
+        run(
+            [MinhashDedupBuckets(folder + "signatures", folder + "buckets", config=config)],
+            config.num_buckets,
+            "buckets",
+        )
+        run([MinhashDedupCluster(folder + "buckets", folder + "remove_ids", config=config)], 1, "clusters")
+        near_dedup = [JsonlReader(folder + "filtered"), MinhashDedupFilter(folder + "remove_ids")]
+        run(near_dedup + [ParquetWriter(folder + "data", compression="zstd")], tasks, "near-dedup")
     seconds = time.perf_counter() - start
     written = sum(pq.ParquetFile(p).metadata.num_rows for p in glob.glob(os.path.join(args.output, "data", "*")))
     print(f"datatrove {written} {seconds:.3f}")

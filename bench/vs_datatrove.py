@@ -5,17 +5,21 @@ them, with boilerplate and duplicates) and the same models (lid.176.ftz, and per
 SentencePiece + KenLM pair trained once from generated reference text):
   - datatrove: WarcReader -> LanguageFilter -> CCNet perplexity -> Parquet, no dedup
     (bench/datatrove_job.py, in its own venv .venv-bench);
-  - this project's mine job (global dedup, quality signals, language ID, perplexity, buckets);
-each with 1 and 2 workers, the two taking turns, ``--rounds`` times; every time is the wall clock
-of a fresh process, imports included. Then the raw libraries alone on the same pages, in this
-process: warcio read, fastText predict, SentencePiece encode + KenLM score of the normalized page.
-Prints documents/s per core and MB/s of every run, the ratio per worker count (best runs), and
-mine's time over the raw libraries'.
+  - datatrove + MinHash: the same, then datatrove's own four MinHash steps (5-grams, 14 x 8);
+  - this project's mine job (global line dedup, quality signals, language ID, perplexity, buckets);
+  - mine + near-dedup: the same with ``--near-dedup minhash`` (5-grams, 14 x 8, per language);
+each with 1 and 2 workers, the four taking turns, ``--rounds`` times (``--no-minhash``: the first
+and third only); every time is the wall clock of a fresh process, imports included. Then the raw
+libraries alone on the same pages, in this process: warcio read, fastText predict, SentencePiece
+encode + KenLM score of the normalized page. Prints documents/s per core and MB/s of every run and
+the documents each wrote, the ratios per worker count (best runs), near-dedup's slowdown of the
+mine job, and mine's time over the raw libraries'.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shutil
 import subprocess
@@ -24,6 +28,7 @@ import time
 
 import fasttext
 import kenlm
+import pyarrow.parquet as pq
 import sentencepiece
 from common import bench_wet, reference_models
 from pipeline import read_with_warcio
@@ -32,6 +37,7 @@ from ccnet_pipeline.sample import LANGUAGE_MIX
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths
 from lid.model import default_model_path
+from toolkit.corpus import CorpusManifest
 
 LANGUAGES = tuple(code for code, *_ in LANGUAGE_MIX)  # the generated sample's 16
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,6 +49,13 @@ def timed_process(command, output: str) -> float:
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     return time.perf_counter() - start
+
+
+def written(output: str) -> int:
+    """Documents a run wrote: the mine job's manifest, or the rows of datatrove's Parquet files."""
+    if os.path.exists(os.path.join(output, "manifest.json")):
+        return sum(entry.documents for entry in CorpusManifest.read(output).files)
+    return sum(pq.ParquetFile(path).metadata.num_rows for path in glob.glob(os.path.join(output, "data", "*")))
 
 
 def raw_libraries(paths, lm_dir: str, languages) -> dict:
@@ -73,6 +86,7 @@ def main(argv=None) -> int:
     parser.add_argument("--segments", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workdir", default="out/bench-datatrove")
+    parser.add_argument("--no-minhash", dest="minhash", action="store_false", help="no near-dedup runs")
     args = parser.parse_args(argv)
     if not os.path.exists(BENCH_PYTHON):
         raise SystemExit(f"{BENCH_PYTHON} is missing: make bench-datatrove installs datatrove there")
@@ -86,44 +100,47 @@ def main(argv=None) -> int:
     documents, megabytes = len(pages), sum(len(text.encode("utf-8")) for _, text in pages) / 1e6
     print(f"input: {len(paths)} WET files, {documents} pages, {megabytes:.1f} MB of text, languages {langs}")
 
-    def datatrove(workers):
-        output = os.path.join(workdir, f"datatrove-{workers}")
+    def datatrove(workers, near_dedup):
+        output = os.path.join(workdir, f"datatrove-{workers}{'-minhash' if near_dedup else ''}")
         command = [BENCH_PYTHON, os.path.join(ROOT, "bench", "datatrove_job.py"), "--input", wet, "--output", output]
-        command += [
-            "--lid-model",
-            default_model_path(),
-            "--lm-dir",
-            lm_dir,
-            "--langs",
-            langs,
-            "--workers",
-            str(workers),
-        ]
-        return timed_process(command, output)
+        command += ["--lid-model", default_model_path(), "--lm-dir", lm_dir, "--langs", langs]
+        command += ["--workers", str(workers)] + (["--minhash"] if near_dedup else [])
+        return timed_process(command, output), output
 
-    def mine(workers):
-        output = os.path.join(workdir, f"mine-{workers}")
+    def mine(workers, near_dedup):
+        output = os.path.join(workdir, f"mine-{workers}{'-minhash' if near_dedup else ''}")
         command = [sys.executable, "-m", "ccnet_pipeline", "mine", "--input", os.path.join(wet, "*.warc.wet.gz")]
         command += ["--output", output, "--langs", langs, "--lm-dir", lm_dir, f"--direct_num_workers={workers}"]
+        command += ["--near-dedup", "minhash" if near_dedup else "off"]
         if workers > 1:
             command.append("--direct_running_mode=multi_processing")
-        return timed_process(command, output)
+        return timed_process(command, output), output
 
+    runs = [("datatrove", datatrove, False), ("datatrove + MinHash", datatrove, True)]
+    runs += [("mine", mine, False), ("mine + near-dedup", mine, True)]
+    runs = [run for run in runs if args.minhash or not run[2]]
     best = {}
-    print(f"\n{'run':28s} {'seconds':>8s} {'docs/s/core':>12s} {'MB/s':>7s}")
+    print(f"\n{'run':40s} {'seconds':>8s} {'docs/s/core':>12s} {'MB/s':>7s} {'written':>8s}")
     for round_number in range(1, args.rounds + 1):
         for workers in (1, 2):
-            for name, run in (("datatrove", datatrove), ("mine", mine)):
-                seconds = run(workers)
+            for name, run, near_dedup in runs:
+                seconds, output = run(workers, near_dedup)
                 best[name, workers] = min(best.get((name, workers), float("inf")), seconds)
                 label = f"{name}, {workers} worker{'s' if workers > 1 else ''}, round {round_number}"
-                print(f"{label:28s} {seconds:8.2f} {documents / seconds / workers:12.0f} {megabytes / seconds:7.2f}")
+                rate = documents / seconds / workers
+                print(f"{label:40s} {seconds:8.2f} {rate:12.0f} {megabytes / seconds:7.2f} {written(output):8d}")
     print()
+    pairs = [("mine", "datatrove", "no near-dedup")]
+    if args.minhash:
+        pairs.append(("mine + near-dedup", "datatrove + MinHash", "both with MinHash"))
     for workers in (1, 2):
-        ratio = best["datatrove", workers] / best["mine", workers]
-        print(
-            f"mine / datatrove documents/s per core, {workers} worker(s), best runs: {ratio:.2f}x (target >= 2.0 at 1)"
-        )
+        for ours, theirs, what in pairs:
+            ratio = best[theirs, workers] / best[ours, workers]
+            print(f"mine / datatrove documents/s per core, {what}, {workers} worker(s), best runs: {ratio:.2f}x")
+        if args.minhash:
+            slowdown = best["mine + near-dedup", workers] / best["mine", workers]
+            print(f"mine's slowdown from near-dedup, {workers} worker(s), best runs: {slowdown:.2f}x (target <= 1.25)")
+    print("(targets: mine / datatrove >= 2.0 per core)")
     raw = raw_libraries(paths, lm_dir, LANGUAGES)
     for name, seconds in raw.items():
         print(f"{name + ' (alone)':28s} {seconds:8.2f} {documents / seconds:12.0f}")

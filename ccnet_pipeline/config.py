@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DedupConfig
+from filters.minhash import MinHashConfig
 from filters.perplexity import PERPLEXITY_MODES, BucketConfig, PerplexityScorer, check_perplexity_mode
 from filters.quality import QualityConfig, QualityFilter
 from filters.stage import Stage
@@ -15,6 +16,8 @@ from lid.model import LanguageFilter, LidConfig
 from toolkit import storage
 from toolkit.cli import flag, parse_size
 from toolkit.corpus import OUTPUT_FORMATS
+
+NEAR_DEDUP_MODES = ("off", "minhash")
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,10 @@ class MineConfig:
     lid: LidConfig  # language ID model, threshold and selection
     dedup: DedupConfig  # line dedup mode, shuffle partitions and minimum document length
     quality: QualityConfig = QualityConfig()  # heuristic filters (all off by default)
+    near_dedup: str = field(
+        default="off", metadata=flag(choices=NEAR_DEDUP_MODES)
+    )  # off: line dedup only, as CCNet; minhash: also near-duplicates by MinHash LSH, per language, as FineWeb-2
+    minhash: MinHashConfig = MinHashConfig()  # shingles, bands and rows of --near-dedup minhash
     lm_dir: Optional[str] = None  # <lang>.sp.model + <lang>.arpa.bin; None: no perplexity, bucket "all"
     perplexity: str = field(
         default="ccnet", metadata=flag(choices=PERPLEXITY_MODES)
@@ -51,6 +58,8 @@ class MineConfig:
         if self.cutoffs_file and not self.lm_dir:
             raise ValueError("cutoffs_file needs lm_dir: cutoffs bucket perplexities")
         check_perplexity_mode(self.perplexity)
+        if self.near_dedup not in NEAR_DEDUP_MODES:
+            raise ValueError(f"near_dedup must be one of {', '.join(NEAR_DEDUP_MODES)}, got {self.near_dedup!r}")
         if self.output_format not in OUTPUT_FORMATS:
             raise ValueError(f"output format must be one of {', '.join(OUTPUT_FORMATS)}, got {self.output_format!r}")
         if self.target_shard_size < 1:
@@ -68,13 +77,14 @@ class MineConfig:
             cutoffs_file=optional(self.cutoffs_file),
         )
 
-    def stages(self) -> List[Stage]:
-        """The document stages after dedup, in order (``filters.stage``): a new filter is a
-        class in filters/, its config field, and one line here."""
-        stages: List[Stage] = [QualityFilter(self.quality), LanguageFilter(self.lid)]
-        if self.lm_dir:
-            stages.append(PerplexityScorer(self.lm_dir, self.perplexity))
-        return stages
+    def stages(self) -> Tuple[List[Stage], List[Stage]]:
+        """The document stages after line dedup, in order (``filters.stage``), in two runs: those
+        before near-duplicate removal (quality, language ID, so that it works per language) and
+        those after it (perplexity, so that the cutoffs are computed on what stays). A new filter
+        is a class in filters/, its config field, and one line here."""
+        before: List[Stage] = [QualityFilter(self.quality), LanguageFilter(self.lid)]
+        after: List[Stage] = [PerplexityScorer(self.lm_dir, self.perplexity)] if self.lm_dir else []
+        return before, after
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

@@ -16,6 +16,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
+from ccnet_pipeline.near_dedup import NEAR_DUPLICATE, NearDedup
+from ccnet_pipeline.near_dedup import STAGE as NEAR_DEDUP_STAGE
 from ccnet_pipeline.stats import job_stats, sum_counters
 from ccnet_pipeline.transforms import (
     BAD,
@@ -114,17 +116,28 @@ def build(
     indexed = list(enumerate(zip(segments, segment_names(segments))))
     every = pipeline | "Segments" >> beam.Create(indexed)
     to_mine = pipeline | "SegmentsToMine" >> beam.Create([s for s in indexed if s[0] not in committed])
+    earlier = pipeline | "CommittedSegments" >> beam.Create(sorted(committed))
     deduped = (every, to_mine) | "Deduplicate" >> Deduplicate(config.dedup, config.read, layout)
     docs, dropped = deduped[KEPT], [deduped[DROPPED]]
-    stages = config.stages()
-    for stage in stages:
+    before, after = config.stages()
+    for stage in before:
+        out = docs | type(stage).__name__ >> ApplyStage(stage)
+        docs = out[KEPT]
+        dropped.append(out[DROPPED])
+    reasons = reason_stages([MinLength(config.dedup.min_len), *before, *after])
+    near_dedup_counters = []
+    if config.near_dedup == "minhash":
+        out = (docs, earlier) | "NearDedup" >> NearDedup(config.minhash, layout, config.dedup.memory_per_worker)
+        docs = out[KEPT]
+        dropped.append(out[DROPPED])
+        reasons[NEAR_DUPLICATE] = NEAR_DEDUP_STAGE
+        near_dedup_counters.append(out["counters"])
+    for stage in after:
         out = docs | type(stage).__name__ >> ApplyStage(stage)
         docs = out[KEPT]
         dropped.append(out[DROPPED])
     results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped | "AllDropped" >> beam.Flatten(), BAD: deduped[BAD]}
-    reasons = reason_stages([MinLength(config.dedup.min_len), *stages])
     new = results | "CommitSegments" >> CommitSegments(layout, config.keep_dropped, reasons)
-    earlier = pipeline | "CommittedSegments" >> beam.Create(sorted(committed))
     if config.lm_dir:
         perplexities = (
             new[PERPLEXITIES],
@@ -139,6 +152,7 @@ def build(
         new[COUNTERS],
         pipeline | "CommittedCounters" >> beam.Create([marker["counters"] for _, marker in sorted(committed.items())]),
         deduped[PARTITIONS] | "PartitionsCounter" >> beam.Map(lambda partitions: {"dedup/hash_partitions": partitions}),
+        *near_dedup_counters,
     ) | "AllCounters" >> beam.Flatten()
     buckets = config.buckets if config.lm_dir else None
     (

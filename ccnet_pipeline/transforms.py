@@ -226,8 +226,9 @@ class RemoveDuplicateLines(beam.DoFn):
     then CCNet's minimum length: the segment's path on ``seen``, its batches of kept, dropped
     and bad (``bad``) input."""
 
-    def __init__(self, min_len: int, read: ReadConfig, layout: Layout):
-        self.min_length = MinLength(min_len)
+    def __init__(self, config: DedupConfig, read: ReadConfig, layout: Layout):
+        self.min_length = MinLength(config.min_len)
+        self.lines = config.mode != "none"
         self.read = read
         self.layout = layout
 
@@ -239,9 +240,11 @@ class RemoveDuplicateLines(beam.DoFn):
     def filter_segment(self, index: int, groups: Dict[str, List]):
         ((path, name),) = groups["path"]
         yield beam.pvalue.TaggedOutput(SEEN, (index, path))
-        remove_all = groups["removed"]
-        remove_all = np.concatenate(remove_all) if remove_all else np.empty(0, dtype=np.uint64)
-        removed = removed_lines_by_record(removed_positions(*load_hashes(self.layout, index), remove_all))
+        removed = {}
+        if self.lines:
+            remove_all = groups["removed"]
+            remove_all = np.concatenate(remove_all) if remove_all else np.empty(0, dtype=np.uint64)
+            removed = removed_lines_by_record(removed_positions(*load_hashes(self.layout, index), remove_all))
         records, results, bad = [], [], []
         for record, item in read_segment_items(self.read, path, name, SegmentProgress(self.layout, FILTER_PASS, index)):
             if isinstance(item, BadRecord):
@@ -274,6 +277,16 @@ class Deduplicate(beam.PTransform):
 
     def expand(self, inputs):
         segments, to_mine = inputs
+        remove = RemoveDuplicateLines(self.config, self.read, self.layout)
+        outputs = (DROPPED, BAD, SEEN)
+        if self.config.mode == "none":  # no line dedup: read each segment once, the minimum length only
+            filtered = (
+                to_mine
+                | "NoHashes" >> beam.MapTuple(lambda index, path: (index, {"path": [path], "removed": []}))
+                | "RemoveLines" >> beam.ParDo(remove).with_outputs(*outputs, main=KEPT)
+            )
+            partitions = segments.pipeline | "NoPartitions" >> beam.Create([0])
+            return {**{tag: filtered[tag] for tag in (KEPT, *outputs)}, PARTITIONS: partitions}
         summaries = segments | "HashLines" >> beam.ParDo(HashSegment(self.config, self.read, self.layout))
         partitions = (
             summaries
@@ -290,14 +303,9 @@ class Deduplicate(beam.PTransform):
         filtered = (
             {"path": to_mine, "removed": removed}
             | "JoinBySegment" >> beam.CoGroupByKey()
-            | (
-                "RemoveLines"
-                >> beam.ParDo(RemoveDuplicateLines(self.config.min_len, self.read, self.layout)).with_outputs(
-                    DROPPED, BAD, SEEN, main=KEPT
-                )
-            )
+            | "RemoveLines" >> beam.ParDo(remove).with_outputs(*outputs, main=KEPT)
         )
-        return {**{tag: filtered[tag] for tag in (KEPT, DROPPED, BAD, SEEN)}, PARTITIONS: partitions}
+        return {**{tag: filtered[tag] for tag in (KEPT, *outputs)}, PARTITIONS: partitions}
 
 
 # --- Perplexity cutoffs ------------------------------------------------------------------
@@ -370,6 +378,16 @@ class CommitDocuments(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(PERPLEXITIES, (doc["language"], doc["perplexity"]))
 
 
+# The quarantine of near-duplicates says which document stands for each: the schema plus its
+# cluster's id (the kept document's segment index << 32 | record) and the kept document's url,
+# and with --minhash-verify the estimated Jaccard against it.
+DROPPED_SCHEMAS = {
+    "near_duplicate": ARROW_SCHEMA.append(pa.field("cluster", pa.int64()))
+    .append(pa.field("kept", pa.string()))
+    .append(pa.field("similarity", pa.float32()))
+}
+
+
 class CommitDropped(beam.DoFn):
     """A dropped batch -> with ``keep_dropped``, its documents in ``quarantine/dropped/<reason>/``
     (a batch holds all of its segment's documents of the reasons its stage gives); yields
@@ -384,7 +402,8 @@ class CommitDropped(beam.DoFn):
         index, dropped = batch
         if self.keep_dropped:
             for reason in sorted({reason for _, reason, _ in dropped}):
-                write_parquet(self.layout.dropped(reason, index), [doc for _, r, doc in dropped if r == reason])
+                docs = [doc for _, r, doc in dropped if r == reason]
+                write_parquet(self.layout.dropped(reason, index), docs, DROPPED_SCHEMAS.get(reason, ARROW_SCHEMA))
         entries = [(reason, doc) for _, reason, doc in dropped]
         yield index, (COUNTERS, document_counters(dropped=entries, stages=self.stages))
 

@@ -35,8 +35,9 @@ LINE_BITS = 24  # a position packs (record index << LINE_BITS) | line index into
 MAX_LINES = 1 << LINE_BITS
 # ccnet: CCNet's key and rule (a line in two or more documents loses every copy, a line repeated
 # inside one document keeps its first); strict: the same rule on normalize_for_dedup_strict's
-# key; keep-first: CCNet's key, the first occurrence in input order kept, every later one removed.
-DEDUP_MODES = ("ccnet", "strict", "keep-first")
+# key; keep-first: CCNet's key, the first occurrence in input order kept, every later one removed;
+# none: no line dedup (a FineWeb-style job: MinHash near-dedup alone, --near-dedup minhash).
+DEDUP_MODES = ("ccnet", "strict", "keep-first", "none")
 MAX_PARTITIONS = 65536
 # Peak memory of find_duplicated_hashes per entry of its partition (one distinct hash of one
 # segment), measured with bench/dedup_memory.py: the 16 bytes of hash and value it is given,
@@ -44,11 +45,17 @@ MAX_PARTITIONS = 65536
 BYTES_PER_ENTRY = 80
 
 
+def partitions_for(entries: int, bytes_per_entry: int, memory_per_worker: int) -> int:
+    """The fewest shuffle partitions (at most ``MAX_PARTITIONS``) whose average share of
+    ``entries`` fits ``memory_per_worker``."""
+    return min(MAX_PARTITIONS, max(1, -(-entries * bytes_per_entry // memory_per_worker)))
+
+
 @dataclass(frozen=True)
 class DedupConfig:
     mode: str = field(
         default="ccnet", metadata=flag("--dedup", choices=DEDUP_MODES)
-    )  # ccnet: CCNet's key and rule; strict: the rule on a key without punctuation or spacing; keep-first: the first occurrence kept
+    )  # ccnet: CCNet's key and rule; strict: the rule on a key without punctuation or spacing; keep-first: the first occurrence kept; none: no line dedup
     hash_partitions: Optional[int] = field(
         default=None, metadata=flag("--hash-partitions", "--hash-buckets")
     )  # shuffle partitions of the line-hash space, each dedup worker holding one; none: chosen from the input's distinct lines per segment and memory_per_worker
@@ -73,7 +80,7 @@ class DedupConfig:
         fits ``memory_per_worker`` (``BYTES_PER_ENTRY``)."""
         if self.hash_partitions is not None:
             return self.hash_partitions
-        return min(MAX_PARTITIONS, max(1, -(-entries * BYTES_PER_ENTRY // self.memory_per_worker)))
+        return partitions_for(entries, BYTES_PER_ENTRY, self.memory_per_worker)
 
     @property
     def line_keys(self) -> Callable[[str], List[str]]:

@@ -6,7 +6,7 @@ OUT/<language>/<bucket>/part-NNNNN.parquet   the shards (or CCNet's OUT/<languag
 OUT/manifest.json  OUT/stats.json  OUT/cutoffs.csv
 OUT/quarantine/bad-input/<cc_segment>.jsonl  OUT/quarantine/dropped/<reason>/part-NNNNN.parquet
 OUT/_work/run.json  OUT/_work/complete       OUT/_work/hashes/NNNNN.npy  OUT/_work/segments/NNNNN.{parquet,json}
-OUT/_work/progress/<pass>-NNNNN.json
+OUT/_work/progress/<pass>-NNNNN.json  OUT/_work/minhash/NNNNN.npz
 ```
 Paths work on the local disk and on any Beam file system (``toolkit.storage``).
 """
@@ -75,6 +75,10 @@ class Layout:
         """The glob of every segment marker."""
         return storage.join(self.work, "segments", "*.json")
 
+    def minhash(self, segment: int) -> str:
+        """A segment's MinHash band keys (and signatures) for near-duplicate removal."""
+        return storage.join(self.work, "minhash", f"{segment:05d}.npz")
+
     def progress(self, pass_name: str, segment: int) -> str:
         """How far a worker has read a segment in a pass (``ccnet_pipeline.progress``)."""
         return storage.join(self.work, "progress", f"{pass_name}-{segment:05d}.json")
@@ -86,7 +90,7 @@ class Layout:
     @property
     def intermediates(self) -> List[str]:
         """Globs of what the finished job deletes."""
-        return [storage.join(self.work, name, "*") for name in ("hashes", "segments", "progress")]
+        return [storage.join(self.work, name, "*") for name in ("hashes", "segments", "minhash", "progress")]
 
     def bad_input(self, segment_name: str) -> str:
         """A segment's bad records, under its name (unique within the input, maybe a path)."""

@@ -176,3 +176,19 @@ def test_portable_runner_with_staged_workers_gives_the_fnapirunner_output(
     assert installed.read_bytes() == (ROOT / "ccnet_pipeline" / "transforms.py").read_bytes()
     pool_log = (folder / "1.log").read_text()
     assert "boot: " in pool_log and ("workflow.tar.gz" if kind == "setup_file" else ".whl") in pool_log
+
+
+def test_near_dedup_on_the_portable_runner_gives_the_fnapirunner_output(services, tmp_path, monkeypatch):
+    from tests.near_duplicates import LANGUAGES, generate, write_wet
+
+    folder, endpoints = services
+    write_wet(tmp_path / "wet", generate(seed=0, groups_per_kind=1))
+    monkeypatch.chdir(tmp_path)
+    base = ["mine", "--input", "wet/*.warc.wet.gz", "--langs", ",".join(LANGUAGES), "--keep-dropped"]
+    base += ["--near-dedup", "minhash", "--minhash-verify"]
+    assert main([*base, "--output", "local"]) == 0
+    staged = staging("extra_package", tmp_path)
+    assert main([*base, "--output", "portable", "--runner=PortableRunner", *endpoints, *staged]) == 0
+    local = contents(tmp_path / "local")
+    assert contents(tmp_path / "portable") == local
+    assert any(name.startswith("quarantine/dropped/near_duplicate/") for name in local)

@@ -26,7 +26,7 @@ def wet(tmp_path_factory):
     return root / "wet"
 
 
-def command(wet: Path, output: Path, lm_dir: Path):
+def command(wet: Path, output: Path, lm_dir: Path, *extra: str):
     return [
         "mine",
         "--input",
@@ -38,6 +38,7 @@ def command(wet: Path, output: Path, lm_dir: Path):
         "--lm-dir",
         str(lm_dir),
         "--keep-dropped",
+        *extra,
     ]
 
 
@@ -100,3 +101,30 @@ def test_rerun_of_a_finished_job_changes_nothing(wet, lm_dir, tmp_path, uninterr
     assert "already holds this job's finished output" in capsys.readouterr().out
     assert {p: p.stat().st_mtime_ns for p in output.rglob("*.parquet")} == before
     assert contents(output) == uninterrupted
+
+
+NEAR_DEDUP = ("--near-dedup", "minhash", "--minhash-verify")
+
+
+def test_kill_and_rerun_with_near_dedup_gives_the_uninterrupted_output(lm_dir, tmp_path):
+    """The clusters span segments: a rerun reads the committed segments' band keys back and
+    finds the same ones."""
+    from tests.near_duplicates import generate, write_wet
+
+    wet = tmp_path / "wet"
+    write_wet(wet, generate(seed=0, groups_per_kind=2), segments=SEGMENTS)
+    whole = tmp_path / "whole"
+    assert main(command(wet, whole, lm_dir, *NEAR_DEDUP)) == 0
+    assert json.loads((whole / "stats.json").read_text())["dropped"]["near_duplicate"] > 0
+    output = tmp_path / "corpus"
+    argv = [sys.executable, "-m", "ccnet_pipeline", *command(wet, output, lm_dir, *NEAR_DEDUP)]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while process.poll() is None and committed(output)[1] < 1 and time.time() < deadline:
+        time.sleep(0.001)
+    assert process.poll() is None, "the job finished before the kill point"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert committed(output)[1] >= 1 and not (output / "_work" / "complete").exists()
+    assert main(command(wet, output, lm_dir, *NEAR_DEDUP)) == 0
+    assert contents(output) == contents(whole)

@@ -1,0 +1,268 @@
+"""Near-duplicate removal on Beam: MinHash LSH per language, the clusters found as connected
+components without any worker holding the whole graph.
+
+``NearDedup`` takes the batches that language ID keeps and gives them back without their
+near-duplicates, in five steps, each of bounded shuffles:
+
+1. ``Sign``: per segment, each document's MinHash signature and band keys (``filters.minhash``),
+   committed to ``_work/minhash/NNNNN.npz`` (a rerun reads those of committed segments back, so
+   that every run clusters the same documents);
+2. candidate pairs: documents sharing a band key are linked to the key's smallest id;
+3. connected components: ``ROUNDS`` alternations of large-star and small-star steps: a component
+   becomes a star on its smallest id, the earliest document by segment and record.
+   Steps 2 and 3 are ``RunStep``s (``filters.components``): two shuffles each, partial minima by
+   group, then the answers joined with the edges by edge partition, so that no worker is given
+   a whole group, not even the neighbours of a template's hub or the pages of a frequent key;
+4. the kept document of each cluster looked up in its segment's file, once per cluster and
+   asking segment: its url, and with ``verify`` its signature, against which each document's
+   estimated Jaccard is checked;
+5. per segment, the documents whose cluster is another's are dropped as ``near_duplicate`` (with
+   ``cluster``, the kept document's id, and ``kept``, its url, in the quarantine).
+
+Ids are ``segment index << 32 | record index`` and every choice is a minimum, so that the
+clusters and the kept documents are the same on every runner and every rerun.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Dict, Iterable, Tuple
+
+import apache_beam as beam
+import numpy as np
+
+from ccnet_pipeline.transforms import DROPPED, KEPT, PROGRESS, Batch, counter
+from filters import components
+from filters.dedup import partitions_for
+from filters.minhash import MinHashConfig, band_keys, estimated_jaccard, signatures
+from toolkit import storage
+from toolkit.corpus import Layout
+
+NEAR_DUPLICATE, STAGE = "near_duplicate", "near_dedup"  # the drop reason and its stage's name
+ROUNDS = 16  # large-star + small-star alternations: O(log^2 n) suffice; later ones change nothing
+ROUNDS_CHANGED, UNCONVERGED = f"{STAGE}/rounds", f"{STAGE}/unconverged"
+
+
+def save_minhash(layout: Layout, index: int, arrays: Dict[str, np.ndarray]) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    storage.write_bytes(layout.minhash(index), buffer.getvalue())
+
+
+def load_minhash(layout: Layout, index: int) -> Dict[str, np.ndarray]:
+    with np.load(io.BytesIO(storage.read_bytes(layout.minhash(index)))) as arrays:
+        return {name: arrays[name] for name in arrays.files}
+
+
+class Sign(beam.DoFn):
+    """A kept batch -> itself (main), its documents' band keys committed, and on ``keys``
+    (segment index, (ids, keys))."""
+
+    def __init__(self, config: MinHashConfig, layout: Layout):
+        self.config = config
+        self.layout = layout
+
+    def process(self, batch: Batch):
+        index, docs = batch
+        records = np.array([record for record, _ in docs], dtype=np.int64)
+        languages = [doc["language"] or "" for _, doc in docs]
+        sigs = signatures([doc["raw_content"] for _, doc in docs], languages, self.config)
+        keys = band_keys(sigs, languages, self.config)
+        urls = np.array([doc["url"] for _, doc in docs], dtype=str)  # fixed-width text: no pickle
+        arrays = {"records": records, "keys": keys, "urls": urls}
+        save_minhash(self.layout, index, {**arrays, "signatures": sigs} if self.config.verify else arrays)
+        yield batch
+        yield beam.pvalue.TaggedOutput("keys", (index, (components.document_id(index, records), keys)))
+
+
+def read_committed_keys(index: int, layout: Layout):
+    """A segment committed by an earlier run -> (index, (ids, keys)) from its minhash file."""
+    saved = load_minhash(layout, index)
+    yield index, (components.document_id(index, saved["records"]), saved["keys"])
+
+
+def contribute(element, step: components.Step, partitions: int):
+    place, chunk = element
+    yield from components.contribute(step, place, chunk, partitions)
+
+
+def answer(element):
+    yield from components.answer(element[1])
+
+
+def finish(element, step: components.Step, partitions: int, name: str):
+    """A place's chunks and answers -> the step's outputs; its changes counted under ``name``
+    (``progress`` namespace) and yielded on ``changes``."""
+    _, groups = element
+    outputs, changed = components.finish(step, groups["chunks"], groups["answers"], partitions)
+    yield from outputs
+    if name:
+        counter(name, PROGRESS).inc(changed)
+        yield beam.pvalue.TaggedOutput("changes", (name, changed))
+
+
+class RunStep(beam.PTransform):
+    """(place, chunk) -> the outputs of ``step`` (``filters.components``), in two shuffles: the
+    chunks' partial minima by group partition, then the answers joined with the place's chunks.
+    With ``name``, also {changes: (name, count)}."""
+
+    def __init__(self, step: components.Step, partitions, name: str = ""):
+        super().__init__()
+        self.step = step
+        self.partitions = partitions
+        self.name = name
+
+    def expand(self, chunks):
+        answers = (
+            chunks
+            | "Contribute" >> beam.FlatMap(contribute, self.step, self.partitions)
+            | "ByGroup" >> beam.GroupByKey()
+            | "Answer" >> beam.FlatMap(answer)
+        )
+        joined = {"chunks": chunks, "answers": answers} | "ByPlace" >> beam.CoGroupByKey()
+        finished = beam.FlatMap(finish, self.step, self.partitions, self.name)
+        return joined | "Finish" >> (finished.with_outputs("changes", main="outputs") if self.name else finished)
+
+
+def wanted_kept(element):
+    """(a segment, (records, labels)) -> (the segment of each label's kept document, (labels, segment))."""
+    segment, (_, labels) = element
+    for kept_segment, (wanted,) in components.split_by(labels >> np.int64(32), labels):
+        yield kept_segment, (np.unique(wanted), segment)
+
+
+def kept_documents(element, layout: Layout, verify: bool):
+    """(a kept segment, [(labels, asking segment)]) -> (asking segment, {label: (url, signature?)})
+    from the kept segment's file: one entry per label and asking segment, however large the cluster."""
+    segment, requests = element
+    saved = load_minhash(layout, segment)
+    row = {record: i for i, record in enumerate(saved["records"].tolist())}
+    for labels, asking in requests:
+        rows = [row[record] for record in components.split_id(labels)[1].tolist()]
+        found = {}
+        for label, kept in zip(labels.tolist(), rows):
+            found[label] = (str(saved["urls"][kept]), *((saved["signatures"][kept],) if verify else ()))
+        yield asking, found
+
+
+class Drop(beam.DoFn):
+    """A segment's kept batch and its documents' clusters -> the batch without the documents
+    another one stands for (main), those on ``dropped`` with ``cluster``, ``kept`` (and with
+    ``verify``, ``similarity``): the ones under the threshold stay."""
+
+    def __init__(self, config: MinHashConfig, layout: Layout):
+        self.config = config
+        self.layout = layout
+
+    def process(self, element):
+        index, groups = element
+        kept = {label: found for answers in groups["kept"] for label, found in answers.items()}
+        clusters = {
+            record: (label, *kept[label])
+            for records, labels in groups["clusters"]
+            for record, label in zip(records.tolist(), labels.tolist())
+        }
+        for docs in groups["batch"]:  # none for a segment an earlier run committed
+            yield from self.split(index, docs, clusters)
+
+    def split(self, index: int, docs, clusters: Dict[int, Tuple]):
+        own = load_minhash(self.layout, index) if self.config.verify and clusters else None
+        rows = {record: i for i, record in enumerate(own["records"].tolist())} if own is not None else {}
+        kept, dropped = [], []
+        for record, doc in docs:
+            if record not in clusters:
+                kept.append((record, doc))
+                continue
+            label, kept_url, *signature = clusters[record]
+            extra = {"cluster": int(label), "kept": kept_url}
+            if signature:
+                similarity = float(estimated_jaccard(own["signatures"][rows[record]], signature[0]))
+                if similarity < self.config.threshold:
+                    kept.append((record, doc))
+                    continue
+                extra["similarity"] = similarity
+            dropped.append((record, NEAR_DUPLICATE, {**doc, **extra}))
+            counter(f"{STAGE}/dropped/{NEAR_DUPLICATE}", PROGRESS).inc()
+        counter(f"{STAGE}/kept", PROGRESS).inc(len(kept))
+        yield index, kept
+        if dropped:
+            yield beam.pvalue.TaggedOutput(DROPPED, (index, dropped))
+
+
+def round_counters(changes: Iterable[Tuple[str, int]]) -> Dict[str, int]:
+    """The rounds that still changed the graph (``near_dedup/rounds``) and whether the last one
+    did (``near_dedup/unconverged``: the cap was too low; the clusters then still group near-duplicates,
+    a few around another document than their earliest)."""
+    totals: Dict[str, int] = {}
+    for name, changed in changes:
+        totals[name] = totals.get(name, 0) + changed
+    active = [int(name.rsplit("_", 1)[1]) for name, changed in totals.items() if changed]
+    rounds = max(active, default=-1) + 1
+    return {ROUNDS_CHANGED: rounds, UNCONVERGED: int(rounds >= ROUNDS)}
+
+
+@beam.ptransform_fn
+def ChoosePartitions(sizes, bytes_per_entry: int, memory_per_worker: int):
+    """Sizes -> one element: the partitions that keep each step's share under ``memory_per_worker``."""
+    return (
+        sizes
+        | "Total" >> beam.CombineGlobally(sum)
+        | "Choose" >> beam.Map(partitions_for, bytes_per_entry, memory_per_worker)
+    )
+
+
+class NearDedup(beam.PTransform):
+    """(kept batches after language ID, indexes of the segments committed by an earlier run) ->
+    {kept: the batches without near-duplicates, dropped: the near-duplicates' batches,
+    counters: one element, the rounds the components took}."""
+
+    def __init__(self, config: MinHashConfig, layout: Layout, memory_per_worker: int):
+        super().__init__()
+        self.config = config
+        self.layout = layout
+        self.memory_per_worker = memory_per_worker
+
+    def expand(self, inputs):
+        batches, committed = inputs
+        signed = batches | "Sign" >> beam.ParDo(Sign(self.config, self.layout)).with_outputs("keys", main="batches")
+        keys = (
+            signed["keys"],
+            committed | "ReadCommittedKeys" >> beam.FlatMap(read_committed_keys, self.layout),
+        ) | "AllKeys" >> beam.Flatten()
+        key_partitions = beam.pvalue.AsSingleton(
+            keys
+            | "KeyEntries" >> beam.MapTuple(lambda _, arrays: arrays[1].size)
+            | "KeyPartitions" >> ChoosePartitions(components.BYTES_PER_KEY, self.memory_per_worker)
+        )
+        edges = keys | "Candidates" >> RunStep(components.Candidates(), key_partitions)
+        edge_partitions = beam.pvalue.AsSingleton(
+            edges
+            | "EdgeCount" >> beam.MapTuple(lambda _, e: len(e[0]))
+            | "EdgePartitions" >> ChoosePartitions(components.BYTES_PER_EDGE, self.memory_per_worker)
+        )
+        changes = []
+        for number in range(ROUNDS):
+            for label, step in (("large", components.LargeStar()), ("small", components.SmallStar())):
+                name = f"{STAGE}/changes_{number:02d}"
+                stepped = edges | f"{label.title()}Star{number:02d}" >> RunStep(step, edge_partitions, name)
+                edges = stepped["outputs"]
+                changes.append(stepped["changes"])
+        clusters = edges | "Labels" >> RunStep(components.Labels(), edge_partitions)
+        kept = (
+            clusters
+            | "WantedKept" >> beam.FlatMap(wanted_kept)
+            | "ByKeptSegment" >> beam.GroupByKey()
+            | "KeptDocuments" >> beam.FlatMap(kept_documents, self.layout, self.config.verify)
+        )
+        split = (
+            {"batch": signed["batches"], "clusters": clusters, "kept": kept}
+            | "JoinBySegment" >> beam.CoGroupByKey()
+            | "Drop" >> beam.ParDo(Drop(self.config, self.layout)).with_outputs(DROPPED, main=KEPT)
+        )
+        counters = (
+            changes
+            | "AllChanges" >> beam.Flatten()
+            | "RoundCounters" >> beam.combiners.ToList()
+            | "Rounds" >> beam.Map(round_counters)
+        )
+        return {KEPT: split[KEPT], DROPPED: split[DROPPED], "counters": counters}
