@@ -26,6 +26,7 @@ clusters and the kept documents are the same on every runner and every rerun.
 from __future__ import annotations
 
 import io
+from collections import Counter
 from typing import Dict, Iterable, Tuple
 
 import apache_beam as beam
@@ -193,9 +194,9 @@ def round_counters(changes: Iterable[Tuple[str, int]]) -> Dict[str, int]:
     """The rounds that still changed the graph (``near_dedup/rounds``) and whether the last one
     did (``near_dedup/unconverged``: the cap was too low; the clusters then still group near-duplicates,
     a few around another document than their earliest)."""
-    totals: Dict[str, int] = {}
+    totals: Counter = Counter()
     for name, changed in changes:
-        totals[name] = totals.get(name, 0) + changed
+        totals[name] += changed
     active = [int(name.rsplit("_", 1)[1]) for name, changed in totals.items() if changed]
     rounds = max(active, default=-1) + 1
     return {ROUNDS_CHANGED: rounds, UNCONVERGED: int(rounds >= ROUNDS)}

@@ -119,23 +119,23 @@ def build(
     earlier = pipeline | "CommittedSegments" >> beam.Create(sorted(committed))
     deduped = (every, to_mine) | "Deduplicate" >> Deduplicate(config.dedup, config.read, layout)
     docs, dropped = deduped[KEPT], [deduped[DROPPED]]
+
+    def kept(out):  # a filtering step's output: its drops set aside, its kept batches go on
+        dropped.append(out[DROPPED])
+        return out[KEPT]
+
     before, after = config.stages()
     for stage in before:
-        out = docs | type(stage).__name__ >> ApplyStage(stage)
-        docs = out[KEPT]
-        dropped.append(out[DROPPED])
+        docs = kept(docs | type(stage).__name__ >> ApplyStage(stage))
     reasons = reason_stages([MinLength(config.dedup.min_len), *before, *after])
     near_dedup_counters = []
     if config.near_dedup == "minhash":
         out = (docs, earlier) | "NearDedup" >> NearDedup(config.minhash, layout, config.dedup.memory_per_worker)
-        docs = out[KEPT]
-        dropped.append(out[DROPPED])
+        docs = kept(out)
         reasons[NEAR_DUPLICATE] = NEAR_DEDUP_STAGE
         near_dedup_counters.append(out["counters"])
     for stage in after:
-        out = docs | type(stage).__name__ >> ApplyStage(stage)
-        docs = out[KEPT]
-        dropped.append(out[DROPPED])
+        docs = kept(docs | type(stage).__name__ >> ApplyStage(stage))
     results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped | "AllDropped" >> beam.Flatten(), BAD: deduped[BAD]}
     new = results | "CommitSegments" >> CommitSegments(layout, config.keep_dropped, reasons)
     if config.lm_dir:
