@@ -15,7 +15,7 @@ With ``--figure PATH`` the S-curve is also drawn (measured points with two stand
 theoretical curve as the baseline, the 0.8 threshold marked): make bench-minhash writes
 out/bench-minhash/scurve.png.
 
-    .venv/bin/python bench/minhash_scurve.py [--pairs 400] [--documents 5000] [--figure PATH]
+    .venv/bin/python bench/minhash_scurve.py [--pairs 1600] [--documents 5000] [--figure PATH]
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def throughput(config: MinHashConfig, documents: int, seed: int, batch: int = 10
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=400, help="pairs per similarity of the S-curve")
+    parser.add_argument("--pairs", type=int, default=1600, help="pairs per similarity of the S-curve")
     parser.add_argument("--documents", type=int, default=5000, help="documents of the throughput measure")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--figure", help="also draw the S-curve as a PNG here")

@@ -17,7 +17,8 @@ near-duplicates, in five steps, each of bounded shuffles:
    asking segment: its url, and with ``verify`` its signature, against which each document's
    estimated Jaccard is checked;
 5. per segment, the documents whose cluster is another's are dropped as ``near_duplicate`` (with
-   ``cluster``, the kept document's id, and ``kept``, its url, in the quarantine).
+   ``cluster``, the kept document's id, and ``kept``, its url, in the quarantine); the clusters
+   and kept documents are side inputs looked up by segment, so the batches are not shuffled.
 
 Ids are ``segment index << 32 | record index`` and every choice is a minimum, so that the
 clusters and the kept documents are the same on every runner and every rerun.
@@ -87,15 +88,22 @@ def contribute(element, step: components.Step, partitions: int):
     yield from components.contribute(step, place, chunk, partitions)
 
 
+CHUNK, ANSWER = 0, 1  # what a value of a place is, in the shuffle that joins its chunks with their answers
+
+
 def answer(element):
-    yield from components.answer(element[1])
+    for place, reply in components.answer(element[1]):
+        yield place, (ANSWER, reply)
 
 
 def finish(element, step: components.Step, partitions: int, name: str):
     """A place's chunks and answers -> the step's outputs; its changes counted under ``name``
     (``progress`` namespace) and yielded on ``changes``."""
-    _, groups = element
-    outputs, changed = components.finish(step, groups["chunks"], groups["answers"], partitions)
+    _, values = element
+    parts = {CHUNK: [], ANSWER: []}
+    for kind, value in values:
+        parts[kind].append(value)
+    outputs, changed = components.finish(step, parts[CHUNK], parts[ANSWER], partitions)
     yield from outputs
     if name:
         counter(name, PROGRESS).inc(changed)
@@ -104,7 +112,8 @@ def finish(element, step: components.Step, partitions: int, name: str):
 
 class RunStep(beam.PTransform):
     """(place, chunk) -> the outputs of ``step`` (``filters.components``), in two shuffles: the
-    chunks' partial minima by group partition, then the answers joined with the place's chunks.
+    chunks' partial minima by group partition, then the answers with the place's chunks (one
+    Flatten and GroupByKey rather than a CoGroupByKey: fewer transforms for the many steps).
     With ``name``, also {changes: (name, count)}."""
 
     def __init__(self, step: components.Step, partitions, name: str = ""):
@@ -120,7 +129,8 @@ class RunStep(beam.PTransform):
             | "ByGroup" >> beam.GroupByKey()
             | "Answer" >> beam.FlatMap(answer)
         )
-        joined = {"chunks": chunks, "answers": answers} | "ByPlace" >> beam.CoGroupByKey()
+        tagged = chunks | "Chunks" >> beam.MapTuple(lambda place, chunk: (place, (CHUNK, chunk)))
+        joined = (tagged, answers) | "Join" >> beam.Flatten() | "ByPlace" >> beam.GroupByKey()
         finished = beam.FlatMap(finish, self.step, self.partitions, self.name)
         return joined | "Finish" >> (finished.with_outputs("changes", main="outputs") if self.name else finished)
 
@@ -147,24 +157,24 @@ def kept_documents(element, layout: Layout, verify: bool):
 
 
 class Drop(beam.DoFn):
-    """A segment's kept batch and its documents' clusters -> the batch without the documents
-    another one stands for (main), those on ``dropped`` with ``cluster``, ``kept`` (and with
-    ``verify``, ``similarity``): the ones under the threshold stay."""
+    """A segment's kept batch, with the clusters and kept documents of every segment as side
+    inputs looked up by segment -> the batch without the documents another one stands for
+    (main), those on ``dropped`` with ``cluster``, ``kept`` (and with ``verify``,
+    ``similarity``): the ones under the threshold stay."""
 
     def __init__(self, config: MinHashConfig, layout: Layout):
         self.config = config
         self.layout = layout
 
-    def process(self, element):
-        index, groups = element
-        kept = {label: found for answers in groups["kept"] for label, found in answers.items()}
-        clusters = {
-            record: (label, *kept[label])
-            for records, labels in groups["clusters"]
+    def process(self, batch: Batch, clusters, kept):
+        index, docs = batch
+        found = {label: about for answers in kept[index] for label, about in answers.items()}
+        labelled = {
+            record: (label, *found[label])
+            for records, labels in clusters[index]
             for record, label in zip(records.tolist(), labels.tolist())
         }
-        for docs in groups["batch"]:  # none for a segment an earlier run committed
-            yield from self.split(index, docs, clusters)
+        yield from self.split(index, docs, labelled)
 
     def split(self, index: int, docs, clusters: Dict[int, Tuple]):
         own = load_minhash(self.layout, index) if self.config.verify and clusters else None
@@ -255,10 +265,11 @@ class NearDedup(beam.PTransform):
             | "ByKeptSegment" >> beam.GroupByKey()
             | "KeptDocuments" >> beam.FlatMap(kept_documents, self.layout, self.config.verify)
         )
-        split = (
-            {"batch": signed["batches"], "clusters": clusters, "kept": kept}
-            | "JoinBySegment" >> beam.CoGroupByKey()
-            | "Drop" >> beam.ParDo(Drop(self.config, self.layout)).with_outputs(DROPPED, main=KEPT)
+        # Side inputs looked up by segment (a portable worker fetches one key's values), so that
+        # the batches go on to the next stage without a shuffle of every document.
+        by_segment = beam.pvalue.AsMultiMap(clusters), beam.pvalue.AsMultiMap(kept)
+        split = signed["batches"] | "Drop" >> beam.ParDo(Drop(self.config, self.layout), *by_segment).with_outputs(
+            DROPPED, main=KEPT
         )
         counters = (
             changes

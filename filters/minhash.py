@@ -22,16 +22,20 @@ sequence of tokens, so that a copy wrapped at other line breaks has the same shi
 
 A shingle is ``ngram`` consecutive tokens; a document with fewer tokens is one shingle of them all.
 
-Hashing, deterministic across processes and runs (no ``hash()``): each distinct token of a
-batch is hashed once, 64-bit BLAKE2b of its UTF-8 bytes; a shingle's hash is the SplitMix64
-finalizer of the sum of its tokens' hashes, each times an odd constant of its position (numpy,
-every shingle of a batch at once). The ``bands * rows`` permutations are Dietzfelbinger's vector
-multiply-add-shift, ``a1 * low32(x) + a2 * high32(x) + b mod 2^64`` on the 64-bit shingle hash
-``x``, strongly universal in its top 32 bits, which rank the shingles first (Thorup 2015, "High
-Speed Hashing for Integers and Strings", 3.5): the guarantee of the textbook ``(a * x + b) mod
-2^61-1`` that datatrove uses, without its 122-bit products, which numpy has to build from 32-bit
-halves: 1.9 ns per shingle and permutation against 15 ns for exact Mersenne-prime arithmetic
-(measured on one core). A min-hash is the minimum shifted right by one bit, below 2^63.
+Hashing, deterministic across processes and runs (no ``hash()``), all of it numpy over a batch's
+text at once, without a Python string per token (``token_hashes``): the batch's strict keys as one
+array of code points, a token a run of them between white space (or one of them, for a language
+of characters), its hash the SplitMix64 finalizer of its length and of its polynomial hash
+``sum(code[k] * P^k) mod 2^64`` (odd ``P``), read from prefix sums. A shingle's hash is the
+SplitMix64 finalizer of the sum of its tokens' hashes, each times an odd constant of its position.
+The ``bands * rows`` permutations are ``a * x + b mod 2^64`` with odd ``a``: each a true
+permutation of the 64-bit shingle hashes ``x``, which the finalizer has already made uniform, and
+ranked by their top bits, which depend on every bit of ``x`` (Dietzfelbinger's multiply-shift).
+datatrove's textbook ``(a * x + b) mod 2^61-1`` needs 122-bit products, which numpy has to build
+from 32-bit halves: one multiply and one add cost 1 ns per shingle and permutation here, against
+15 ns for the exact Mersenne-prime arithmetic (measured on one core). The estimates these give
+are checked against exact Jaccard similarities and the S-curve against theory (tests, ``make
+bench-minhash``). A min-hash is the minimum shifted right by one bit, below 2^63.
 
 A document without any token (empty, or only punctuation and spaces) gets ``EMPTY`` in every
 position, a value no min-hash takes: it shares no min-hash and no band key with any document that
@@ -44,11 +48,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
 
-from filters.normalize import dedup_keys_strict
+from filters.normalize import dedup_keys_strict, strict_key_codes, white_space
 from toolkit.cli import flag
 
 # Languages written without spaces between words, shingled by characters: ISO 639-1 and -3 codes
@@ -60,7 +64,9 @@ CHARACTER_LANGUAGES = frozenset(
 EMPTY = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # every min-hash of a document without tokens
 DOCS_PER_CHUNK = 256  # documents whose tokens are held at once
 SHINGLES_PER_BLOCK = 8192  # shingles permuted at once: [bands * rows, 8192] uint64, 7 MiB at 112
-_MASK32 = np.uint64(0xFFFF_FFFF)
+_GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)  # an odd constant: mixes a token's length into its hash
+_POLYNOMIAL = np.uint64(0x5851_F42D_4C95_7F2D)  # odd, so invertible mod 2^64: the token hash's base
+_POLYNOMIAL_INVERSE = np.uint64(pow(int(_POLYNOMIAL), -1, 2**64))
 
 
 @dataclass(frozen=True)
@@ -137,11 +143,31 @@ def signatures(texts: Sequence[str], languages: Sequence[str], config: MinHashCo
     result = np.full((len(texts), config.permutations), EMPTY, dtype=np.uint64)
     for start in range(0, len(texts), DOCS_PER_CHUNK):
         chunk = slice(start, start + DOCS_PER_CHUNK)
-        hashes, counts = _shingle_hashes(
-            [tokens(text, language) for text, language in zip(texts[chunk], languages[chunk])], config.ngram
-        )
+        hashes, counts = _shingle_hashes(*token_hashes(texts[chunk], languages[chunk]), config.ngram)
         result[chunk] = _min_hashes(hashes, counts, _permutations(config.seed, config.permutations))
     return result
+
+
+def token_hashes(texts: Sequence[str], languages: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """(the 64-bit hash of every token of ``tokens``, the documents' tokens one after the other;
+    the tokens of each document), without a Python string per token: the tokens are runs of the
+    strict key's code points (``filters.normalize.strict_key_codes``) between white space, or
+    each code point for ``CHARACTER_LANGUAGES``, and a token's hash is the SplitMix64 mix of
+    its polynomial hash ``sum(code[k] * P^k) mod 2^64`` and its length, from prefix sums."""
+    codes, offsets = strict_key_codes(texts)
+    word = ~white_space()[codes]
+    starts, ends = word & ~np.r_[False, word[:-1]], word & ~np.r_[word[1:], False]
+    characters = np.array([by_characters(language) for language in languages], dtype=bool)
+    if characters.any():  # every code point of these documents is a token
+        by_character = np.repeat(characters, np.diff(offsets))
+        starts, ends = starts | (word & by_character), ends | (word & by_character)
+    starts, ends = np.flatnonzero(starts), np.flatnonzero(ends) + 1
+    powers, inverses = _powers(1 << max(len(codes) - 1, 0).bit_length())
+    prefix = np.r_[np.uint64(0), np.cumsum(codes * powers[: len(codes)], dtype=np.uint64)]
+    polynomial = (prefix[ends] - prefix[starts]) * inverses[starts]
+    lengths = (ends - starts).astype(np.uint64)
+    counts = np.diff(np.searchsorted(starts, offsets)).astype(np.int64)
+    return _mix(polynomial ^ (lengths * _GOLDEN)), counts
 
 
 def band_keys(signatures: np.ndarray, languages: Sequence[str], config: MinHashConfig) -> np.ndarray:
@@ -190,10 +216,20 @@ def _position_factors(ngram: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=8)
-def _permutations(seed: int, count: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (a1, a2, b) of each multiply-add-shift hash, uniform 64-bit values from the seed."""
-    values = _digests((f"minhash seed {seed} permutation {j}" for j in range(count)), size=24).reshape(count, 3)
-    return values[:, 0].copy(), values[:, 1].copy(), values[:, 2].copy()
+def _permutations(seed: int, count: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The (a, b) of each multiply-add hash ``a * x + b mod 2^64``: uniform 64-bit values from
+    the seed, ``a`` odd (a bijection of uint64)."""
+    values = _digests((f"minhash seed {seed} permutation {j}" for j in range(count)), size=16).reshape(count, 2)
+    return values[:, 0] | np.uint64(1), values[:, 1].copy()
+
+
+@lru_cache(maxsize=2)
+def _powers(count: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``_POLYNOMIAL`` and its inverse to the powers 0 .. count - 1, mod 2^64."""
+    return tuple(
+        np.cumprod(np.r_[np.uint64(1), np.full(count - 1, base, dtype=np.uint64)])
+        for base in (_POLYNOMIAL, _POLYNOMIAL_INVERSE)
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -202,23 +238,13 @@ def _band_seeds(language: str, bands: int) -> np.ndarray:
     return _digests(f"minhash language {language} band {band}" for band in range(bands))
 
 
-def _token_hashes(documents: List[List[str]]) -> np.ndarray:
-    """Every token's 64-bit hash, the documents' tokens one after the other; each distinct token
-    is hashed once."""
-    all_tokens = [token for words in documents for token in words]
-    distinct = dict.fromkeys(all_tokens)
-    table: Dict[str, int] = dict(zip(distinct, _digests(distinct).tolist()))
-    return np.fromiter(map(table.__getitem__, all_tokens), dtype=np.uint64, count=len(all_tokens))
-
-
-def _shingle_hashes(documents: List[List[str]], ngram: int) -> Tuple[np.ndarray, np.ndarray]:
+def _shingle_hashes(token_values: np.ndarray, counts: np.ndarray, ngram: int) -> Tuple[np.ndarray, np.ndarray]:
     """(64-bit hash of every shingle, the documents' shingles one after the other; shingles per
-    document). A shingle's hash: the SplitMix64 mix of the sum of its tokens' hashes, each times
-    its position's odd constant."""
-    counts = np.array([len(words) for words in documents], dtype=np.int64)
+    document) from ``token_hashes``. A shingle's hash: the SplitMix64 mix of the sum of its
+    tokens' hashes, each times its position's odd constant."""
     per_document = np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
     total = int(per_document.sum())
-    padded = np.concatenate([_token_hashes(documents), np.zeros(ngram, dtype=np.uint64)])
+    padded = np.concatenate([token_values, np.zeros(ngram, dtype=np.uint64)])
     first_shingle = np.cumsum(per_document) - per_document
     start = np.arange(total) + np.repeat(np.cumsum(counts) - counts - first_shingle, per_document)
     width = np.repeat(np.minimum(counts, ngram), per_document)  # below ngram for a short document only
@@ -233,7 +259,7 @@ def _min_hashes(hashes: np.ndarray, per_document: np.ndarray, permutations) -> n
     """[documents, permutations]: each document's minimum of each permutation over its shingles
     (``EMPTY`` for one without shingles), in blocks of ``SHINGLES_PER_BLOCK`` shingles, each
     permutation's values of a block contiguous for ``minimum.reduceat``."""
-    a1, a2, b = (values[:, None] for values in permutations)
+    a, b = (values[:, None] for values in permutations)
     result = np.full((len(per_document), len(b)), EMPTY, dtype=np.uint64)
     owners = np.flatnonzero(per_document)
     starts = (np.cumsum(per_document) - per_document)[owners]
@@ -241,8 +267,7 @@ def _min_hashes(hashes: np.ndarray, per_document: np.ndarray, permutations) -> n
         block = hashes[low : low + SHINGLES_PER_BLOCK]
         first = np.searchsorted(starts, low, side="right") - 1  # the document of the block's first shingle
         last = np.searchsorted(starts, low + len(block))  # and those that start in the block
-        values = a1 * (block & _MASK32)
-        values += a2 * (block >> np.uint64(32))
+        values = a * block
         values += b
         minima = np.minimum.reduceat(values, np.maximum(starts[first:last] - low, 0), axis=1).T >> np.uint64(1)
         documents = owners[first:last]

@@ -21,6 +21,7 @@ from filters.minhash import (
     jaccard,
     shingles,
     signatures,
+    token_hashes,
     tokens,
 )
 from tests.helpers import TEXT, letters
@@ -82,16 +83,16 @@ def test_signatures_are_pinned_values():
         ["The village library opens every morning at nine.", "我爱北京天安门，天安门上太阳升。"], ["en", "zh"], CONFIG
     )
     assert sigs.shape == (2, 112) and sigs.dtype == np.uint64
-    assert [hex(int(v)) for v in sigs[0, :3]] == ["0x82ee8f3af094119", "0x81ee167ecdb2b83", "0x923a86f2f78d527"]
-    assert [hex(int(v)) for v in sigs[1, :3]] == ["0x6e7bc294b5ccbff", "0xffbfd5e7b4feac1", "0x234025fb85e5dcf"]
+    assert [hex(int(v)) for v in sigs[0, :3]] == ["0x1561867b2ae21ac", "0x1e637e54216c31ef", "0x1ada2009499225cf"]
+    assert [hex(int(v)) for v in sigs[1, :3]] == ["0x67f37ae8f06ddcd", "0x625a4a8f48195b3", "0x2f7a69fa3a2c943"]
     keys = band_keys(sigs, ["en", "zh"], CONFIG)
-    assert [hex(int(v)) for v in keys[:, 0]] == ["0xefd2d5628c432d32", "0xc529606faf6cae20"]
+    assert [hex(int(v)) for v in keys[:, 0]] == ["0x985f5b01b81283d8", "0x49d457e16b0255da"]
 
 
 def test_signatures_are_the_minimum_of_each_permutation(monkeypatch):
     """Against the definition, in Python integers: per permutation, the least
-    (a1 * low32(x) + a2 * high32(x) + b) mod 2^64 over the shingle hashes x, shifted by one bit;
-    with tiny chunks and blocks, so that documents straddle them."""
+    (a * x + b) mod 2^64 over the shingle hashes x, shifted by one bit; with tiny chunks and
+    blocks, so that documents straddle them."""
     rng = random.Random(3)
     words = [letters(i) for i in range(40)]
     texts = [" ".join(rng.choices(words, k=rng.choice([0, 1, 4, 5, 6, 30, 90]))) for _ in range(25)]
@@ -99,16 +100,33 @@ def test_signatures_are_the_minimum_of_each_permutation(monkeypatch):
     monkeypatch.setattr(minhash, "DOCS_PER_CHUNK", 4)
     monkeypatch.setattr(minhash, "SHINGLES_PER_BLOCK", 16)
     sigs = signatures(texts, ["en"] * len(texts), config)
-    a1, a2, b = (values.tolist() for values in minhash._permutations(config.seed, 6))
+    a, b = (values.tolist() for values in minhash._permutations(config.seed, 6))
+    assert all(p % 2 == 1 for p in a)
     for text, row in zip(texts, sigs):
-        hashes, _ = minhash._shingle_hashes([tokens(text, "en")], 3)
+        hashes, _ = minhash._shingle_hashes(*token_hashes([text], ["en"]), 3)
         expected = [
-            min(
-                (((p * (x & 0xFFFFFFFF) + q * (x >> 32) + r) % 2**64) >> 1 for x in hashes.tolist()), default=int(EMPTY)
-            )
-            for p, q, r in zip(a1, a2, b)
+            min((((p * x + r) % 2**64) >> 1 for x in hashes.tolist()), default=int(EMPTY)) for p, r in zip(a, b)
         ]
         assert row.tolist() == expected
+
+
+def test_token_hashes_are_those_of_the_tokens_one_by_one():
+    """The vectorised tokens (runs of the key's code points, or code points) are ``tokens``: each
+    token hashed alone gives the hash at its place, in a batch mixing scripts, word and character
+    languages, empty and punctuation-only documents, tabs, and a lowercase that changes length."""
+    texts = [*TEXT.values(), "", "!!! ... ,,,", "İstanbul\tİZMİR  12\n\nßtraße", "我爱北京。\n天安门！", "สวัสดี ครับ"]
+    languages = [*TEXT, "en", "en", "tr", "zh", "th"]
+    hashes, counts = token_hashes(texts, languages)
+    assert counts.tolist() == [len(tokens(text, language)) for text, language in zip(texts, languages)]
+    expected = [
+        int(token_hashes([token], [language])[0][0])
+        for text, language in zip(texts, languages)
+        for token in tokens(text, language)
+    ]
+    assert hashes.tolist() == expected
+    assert len(set(expected)) == len(
+        {token for text, language in zip(texts, languages) for token in tokens(text, language)}
+    )
 
 
 def test_one_document_has_the_same_signature_in_any_batch():

@@ -5,6 +5,7 @@ import sys
 import unicodedata
 from collections import Counter, defaultdict
 
+import numpy as np
 import pytest
 
 from filters.normalize import (
@@ -272,3 +273,20 @@ def test_dedup_keys_equal_line_by_line_normalization():
         lines = text.split("\n")
         assert dedup_keys(text) == [normalize_for_dedup(line) for line in lines]
         assert dedup_keys_strict(text) == [normalize_for_dedup_strict(line) for line in lines]
+
+
+def test_strict_lookup_array_is_the_strict_table():
+    from filters import normalize
+
+    expected = normalize._lookup_array(normalize._strict_dedup_table())
+    expected[ord("\n")] = ord("\n")
+    assert np.array_equal(normalize._dedup_lookup(True), expected)
+
+
+def test_strict_key_codes_of_several_texts():
+    from filters.normalize import strict_key_codes
+
+    codes, offsets = strict_key_codes(["A, b!", "", "X\tY 12", "İx"])  # "İ" lowercases to two code points
+    assert codes.tobytes().decode("utf-32-le") == "a b\n\nx\ty 00\ni\u0307x\n"
+    assert offsets.tolist() == [0, 4, 5, 12, 16]
+    assert strict_key_codes([])[1].tolist() == [0]
