@@ -37,7 +37,6 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import mine_quietly  # noqa: E402
-from ccnet_pipeline.near_dedup import ROUNDS  # noqa: E402
 from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_sample  # noqa: E402
 from ccnet_pipeline.transforms import segment_hashes  # noqa: E402
 from ccnet_pipeline.wet import ReadConfig  # noqa: E402
@@ -109,7 +108,7 @@ def near_dedup_peaks(pages_by_segment, memory_per_worker: int):
         largest[function.__name__] = max(largest.get(function.__name__, (0, 0)), (peak, sum(a.size for a in arrays)))
         return result
 
-    labels, changes, sizes = components.run_in_memory(keys, memory_per_worker, ROUNDS, measured)
+    labels, changes, sizes = components.run_in_memory(keys, memory_per_worker, MinHashConfig().rounds, measured)
     clustered = sum(len(records) for parts in labels.values() for records, _ in parts)
     return sizes, clustered, changes[-1] == 0, largest
 

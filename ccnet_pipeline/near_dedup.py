@@ -8,7 +8,7 @@ near-duplicates, in five steps, each of bounded shuffles:
    committed to ``_work/minhash/NNNNN.npz`` (a rerun reads those of committed segments back, so
    that every run clusters the same documents);
 2. candidate pairs: documents sharing a band key are linked to the key's smallest id;
-3. connected components: ``ROUNDS`` alternations of large-star and small-star steps: a component
+3. connected components: ``config.rounds`` alternations of large-star and small-star steps: a component
    becomes a star on its smallest id, the earliest document by segment and record.
    Steps 2 and 3 are ``RunStep``s (``filters.components``): two shuffles each, partial minima by
    group, then the answers joined with the edges by edge partition, so that no worker is given
@@ -41,7 +41,6 @@ from toolkit import storage
 from toolkit.corpus import Layout
 
 NEAR_DUPLICATE, STAGE = "near_duplicate", "near_dedup"  # the drop reason and its stage's name
-ROUNDS = 16  # large-star + small-star alternations: O(log^2 n) suffice; later ones change nothing
 ROUNDS_CHANGED, UNCONVERGED = f"{STAGE}/rounds", f"{STAGE}/unconverged"
 
 
@@ -200,16 +199,17 @@ class Drop(beam.DoFn):
             yield beam.pvalue.TaggedOutput(DROPPED, (index, dropped))
 
 
-def round_counters(changes: Iterable[Tuple[str, int]]) -> Dict[str, int]:
-    """The rounds that still changed the graph (``near_dedup/rounds``) and whether the last one
-    did (``near_dedup/unconverged``: the cap was too low; the clusters then still group near-duplicates,
-    a few around another document than their earliest)."""
+def round_counters(changes: Iterable[Tuple[str, int]], cap: int) -> Dict[str, int]:
+    """The rounds that still changed the graph (``near_dedup/rounds``) and whether the last of the
+    ``cap`` did (``near_dedup/unconverged``: the cap was too low for a long chain of near-duplicates,
+    which then keeps a few documents besides its earliest; every dropped one still points to an
+    earlier document of its chain)."""
     totals: Counter = Counter()
     for name, changed in changes:
         totals[name] += changed
     active = [int(name.rsplit("_", 1)[1]) for name, changed in totals.items() if changed]
     rounds = max(active, default=-1) + 1
-    return {ROUNDS_CHANGED: rounds, UNCONVERGED: int(rounds >= ROUNDS)}
+    return {ROUNDS_CHANGED: rounds, UNCONVERGED: int(rounds >= cap)}
 
 
 @beam.ptransform_fn
@@ -252,7 +252,7 @@ class NearDedup(beam.PTransform):
             | "EdgePartitions" >> ChoosePartitions(components.BYTES_PER_EDGE, self.memory_per_worker)
         )
         changes = []
-        for number in range(ROUNDS):
+        for number in range(self.config.rounds):
             for label, step in (("large", components.LargeStar()), ("small", components.SmallStar())):
                 name = f"{STAGE}/changes_{number:02d}"
                 stepped = edges | f"{label.title()}Star{number:02d}" >> RunStep(step, edge_partitions, name)
@@ -275,6 +275,6 @@ class NearDedup(beam.PTransform):
             changes
             | "AllChanges" >> beam.Flatten()
             | "RoundCounters" >> beam.combiners.ToList()
-            | "Rounds" >> beam.Map(round_counters)
+            | "Rounds" >> beam.Map(round_counters, self.config.rounds)
         )
         return {KEPT: split[KEPT], DROPPED: split[DROPPED], "counters": counters}

@@ -87,9 +87,12 @@ class MinHashConfig:
     verify: bool = field(
         default=False, metadata=flag("--minhash-verify")
     )  # check each candidate's estimated Jaccard against its kept document before dropping it
+    rounds: int = field(
+        default=16, metadata=flag("--minhash-rounds")
+    )  # large-star/small-star alternations built into the job: the cap of the clustering (stats say how many changed)
 
     def __post_init__(self):
-        for name in ("ngram", "bands", "rows"):
+        for name in ("ngram", "bands", "rows", "rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.seed < 0:

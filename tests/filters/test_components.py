@@ -56,6 +56,20 @@ def test_a_long_chain_converges_and_the_earliest_document_leads():
     assert 0 < sum(1 for c in changes if c) < len(changes)
 
 
+def test_a_chain_longer_than_the_cap_keeps_extra_documents_and_loses_none():
+    """Past ``--minhash-rounds``: every dropped document points to a smaller one of its chain, the
+    earliest stays, a few others stay too, and the counters say the cap was reached."""
+    from ccnet_pipeline.near_dedup import round_counters
+
+    ids = (np.random.default_rng(1).permutation(1024) + 1).astype(np.int64) * 7  # a chain in random order
+    found, changes = run_rounds(ids[1:], ids[:-1], partitions=3, rounds=3)
+    assert 7 not in found and all(label < node and label % 7 == 0 for node, label in found.items())
+    assert 0 < len(ids) - 1 - len(found) < len(ids) // 20  # kept besides the earliest: a few
+    names = [f"near_dedup/changes_{number // 2:02d}" for number in range(len(changes))]
+    assert round_counters(zip(names, changes), 3) == {"near_dedup/rounds": 3, "near_dedup/unconverged": 1}
+    assert round_counters(zip(names, changes), 4) == {"near_dedup/rounds": 3, "near_dedup/unconverged": 0}
+
+
 def test_candidates_link_each_key_to_its_smallest_document_across_segments():
     ids = components.document_id(0, np.array([3, 1, 2, 4]))
     later = components.document_id(1, np.array([0, 5]))

@@ -235,6 +235,7 @@ def test_planted_near_duplicates_share_a_band_key_after_line_dedup():
         ({"rows": -1}, "rows must be >= 1"),
         ({"seed": -1}, "seed must be >= 0"),
         ({"threshold": 1.5}, r"threshold must be in \[0, 1\]"),
+        ({"rounds": 0}, "rounds must be >= 1"),
     ],
 )
 def test_config_rejects_bad_values(values, message):
@@ -247,7 +248,8 @@ def test_config_flags():
     add_config_arguments(parser, MinHashConfig)
     args = parser.parse_args(
         ["--minhash-bands", "20", "--minhash-rows", "5", "--minhash-verify", "--minhash-ngram", "3"]
+        + ["--minhash-rounds", "6"]
     )
     config = build_config(MinHashConfig, given(args))
-    assert config == MinHashConfig(ngram=3, bands=20, rows=5, verify=True) and config.permutations == 100
+    assert config == MinHashConfig(ngram=3, bands=20, rows=5, verify=True, rounds=6) and config.permutations == 100
     assert "--minhash-threshold" in parser.format_help() and "(default: 14)" in parser.format_help()
