@@ -90,7 +90,7 @@ def _strict_dedup_table() -> Dict[int, object]:
     """Decimal digits -> "0"; every punctuation (P*) and other (C*: controls, formats, private
     use, surrogates, unassigned) character removed; white space kept (collapsed after)."""
     table: Dict[int, object] = {}
-    for code, (category, space) in enumerate(zip(_categories(), map(str.isspace, every_code_point()))):
+    for code, (category, space) in enumerate(zip(_categories(), white_space().tolist())):
         if category == "Nd":
             table[code] = "0"
         elif (category[0] == "P" or category[0] == "C") and not space:
