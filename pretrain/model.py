@@ -6,9 +6,9 @@ positions hold 512 tokens), embedding LayerNorm, post-LN transformer layers (GEL
 attention through ``scaled_dot_product_attention``), and the LM head (dense -> GELU -> LayerNorm
 -> the token embeddings transposed, plus a bias), computed only where asked: at the masked
 positions during training, which at a 250k vocabulary saves most of the step. BERT differs in
-three places only: positions numbered from 0 whatever the padding, token-type embeddings (a
-second sentence of a pair is type 1), and a pooler (dense -> tanh on the first token) that its
-sentence classifiers start from.
+four places only: positions numbered from 0 whatever the padding, token-type embeddings (a
+second sentence of a pair is type 1), a pooler (dense -> tanh on the first token) that its
+sentence classifiers start from, and no dropout before that dense layer in its sentence heads.
 
 Fine-tuning heads, registered by name as fairseq's ``register_classification_head`` does: a
 sentence (or sentence-pair) head on ``<s>`` (fairseq's ``RobertaClassificationHead``, HF's
@@ -168,16 +168,19 @@ HEAD_KINDS = ("sentence", "tokens")
 
 
 class ClassificationHead(nn.Module):
-    """Logits [batch, classes] from the hidden state of each sequence's first token, ``<s>``."""
+    """Logits [batch, classes] from the hidden state of each sequence's first token, ``<s>``:
+    dense -> tanh -> out_proj, with dropout before each linear layer as XLM-R's head has it, or
+    (``dropout_first`` off) only before out_proj, as BERT's pooler -> classifier has it."""
 
-    def __init__(self, hidden: int, classes: int, dropout: float):
+    def __init__(self, hidden: int, classes: int, dropout: float, dropout_first: bool = True):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
+        self.dropout_first = dropout_first
         self.dense = nn.Linear(hidden, hidden)
         self.out_proj = nn.Linear(hidden, classes)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        x = self.dropout(hidden[:, 0])
+        x = self.dropout(hidden[:, 0]) if self.dropout_first else hidden[:, 0]
         return self.out_proj(self.dropout(torch.tanh(self.dense(x))))
 
 
@@ -281,6 +284,7 @@ class XLMRModel(nn.Module):
         if num_classes < 1:
             raise ValueError(f"a head needs at least one class, got {num_classes}")
         head_class = ClassificationHead if kind == "sentence" else TokenClassificationHead
+        bert = self.config.family == "bert"
         if name in self.classification_heads:
             head = self.classification_heads[name]
             if not isinstance(head, head_class) or head.out_proj.out_features != num_classes:
@@ -289,9 +293,12 @@ class XLMRModel(nn.Module):
                     f"asked for {num_classes} ({kind})"
                 )
             return head
-        head = head_class(self.config.hidden, num_classes, self.config.dropout)
+        if kind == "sentence":
+            head = ClassificationHead(self.config.hidden, num_classes, self.config.dropout, dropout_first=not bert)
+        else:
+            head = TokenClassificationHead(self.config.hidden, num_classes, self.config.dropout)
         head.apply(self._init_bert)
-        if self.config.pooler and self.config.family == "bert" and kind == "sentence":  # as BERT's classifiers
+        if self.config.pooler and bert and kind == "sentence":  # as BERT's classifiers
             head.dense.load_state_dict(self.pooler.state_dict())
         self.classification_heads[name] = head.to(self.head_bias.device).train(self.training)
         return head

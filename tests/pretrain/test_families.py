@@ -227,3 +227,33 @@ def test_an_hf_bert_teaches_a_student_of_its_family_and_takes_an_adapter(trained
     assert main([*argv, *short]) == 0
     assert capsys.readouterr().out.count("has no masked-LM head: a fresh one is added") == 1
     assert (tmp_path / "ad" / "adapter" / "adapter_config.json").exists()
+
+
+@pytest.mark.parametrize("family", ["bert", "xlm-roberta"])
+def test_a_sentence_head_drops_out_where_transformers_head_does(family):
+    """Training mode, the same random state: the same logits as XLMRobertaClassificationHead
+    (dropout -> dense -> tanh -> dropout -> out_proj), or as BertForSequenceClassification's
+    pooler -> dropout -> classifier (no dropout before the pooler's dense layer)."""
+    from pretrain.model import ModelConfig, XLMRModel
+
+    model = XLMRModel(ModelConfig(vocab_size=50, layers=1, hidden=16, heads=2, ffn=32, dropout=0.5, family=family))
+    head = model.register_classification_head("topic", 3).train()
+    features = torch.randn(4, 6, 16)
+    if family == "bert":
+        from transformers.models.bert.modeling_bert import BertPooler
+
+        config = transformers.BertConfig(hidden_size=16, hidden_dropout_prob=0.5)
+        pooler, dropout, classifier = BertPooler(config), torch.nn.Dropout(0.5), torch.nn.Linear(16, 3)
+        pooler.dense.load_state_dict(head.dense.state_dict())
+        classifier.load_state_dict(head.out_proj.state_dict())
+        theirs = lambda hidden: classifier(dropout(pooler(hidden)))
+    else:
+        from transformers.models.xlm_roberta.modeling_xlm_roberta import XLMRobertaClassificationHead
+
+        config = transformers.XLMRobertaConfig(hidden_size=16, hidden_dropout_prob=0.5, num_labels=3)
+        theirs = XLMRobertaClassificationHead(config).train()
+        theirs.load_state_dict(head.state_dict())
+    torch.manual_seed(0)
+    ours = head(features)
+    torch.manual_seed(0)
+    assert torch.equal(ours, theirs(features))
