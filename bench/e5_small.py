@@ -235,6 +235,7 @@ def build_engine(wheel: str, work: str) -> ctypes.CDLL:
     engine.e5_load.restype = ctypes.c_void_p
     engine.e5_load.argtypes = [ctypes.c_char_p]
     engine.e5_tokens.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    engine.e5_dim.argtypes = [ctypes.c_void_p]
     engine.e5_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
     return engine
 
@@ -264,7 +265,7 @@ def check(folder: str, wheel: str, texts: Sequence[str]) -> Tuple[float, float, 
             same += (
                 engine_ids == tokenizer(text, add_special_tokens=False)["input_ids"] == sentencepiece.encode(text)[1:-1]
             )
-            theirs = (ctypes.c_float * 384)()
+            theirs = (ctypes.c_float * engine.e5_dim(model_handle))()
             engine.e5_embed(model_handle, text.encode(), 1, theirs)
             batch = tokenizer("query: " + text, return_tensors="pt", truncation=True, max_length=512)
             with torch.no_grad():

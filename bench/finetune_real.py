@@ -75,11 +75,7 @@ def transformers_finetune(folder: str, train: str, dev: str, config: FinetuneCon
         betas=(config.beta1, config.beta2),
         eps=config.eps,
     )
-    encode = lambda examples: [
-        (tokenizer(e.texts[0], truncation=True, max_length=config.max_length)["input_ids"], labels.index(e.label))
-        for e in examples
-    ]
-    train_rows, dev_rows = encode(train_examples), encode(dev_examples)
+    train_rows, dev_rows = (encoded(tokenizer, e, labels, config) for e in (train_examples, dev_examples))
     per_epoch = math.ceil(len(train_rows) / config.batch_size)
     total = per_epoch * config.epochs
     best, best_state = -1.0, None
@@ -99,6 +95,14 @@ def transformers_finetune(folder: str, train: str, dev: str, config: FinetuneCon
                 best, best_state = score, {k: v.detach().clone() for k, v in model.state_dict().items()}
     model.load_state_dict(best_state)
     return model.eval(), tokenizer, labels
+
+
+def encoded(tokenizer, examples, labels: Sequence[str], config: FinetuneConfig):
+    """(ids, label index) of each example, as transformers' tokenizer encodes and cuts it."""
+    return [
+        (tokenizer(e.texts[0], truncation=True, max_length=config.max_length)["input_ids"], labels.index(e.label))
+        for e in examples
+    ]
 
 
 def batch(tokenizer, rows):
@@ -121,12 +125,7 @@ def accuracy(model, tokenizer, rows, size: int = 64) -> float:
 def transformers_scores(model, tokenizer, labels, tests: Dict[str, str], config: FinetuneConfig) -> Dict[str, float]:
     scores = {}
     for name, path in tests.items():
-        examples = read_examples(path, config)
-        rows = [
-            (tokenizer(e.texts[0], truncation=True, max_length=config.max_length)["input_ids"], labels.index(e.label))
-            for e in examples
-        ]
-        scores[name] = accuracy(model, tokenizer, rows)
+        scores[name] = accuracy(model, tokenizer, encoded(tokenizer, read_examples(path, config), labels, config))
     return scores
 
 

@@ -293,10 +293,8 @@ class XLMRModel(nn.Module):
                     f"asked for {num_classes} ({kind})"
                 )
             return head
-        if kind == "sentence":
-            head = ClassificationHead(self.config.hidden, num_classes, self.config.dropout, dropout_first=not bert)
-        else:
-            head = TokenClassificationHead(self.config.hidden, num_classes, self.config.dropout)
+        placement = {"dropout_first": not bert} if kind == "sentence" else {}
+        head = head_class(self.config.hidden, num_classes, self.config.dropout, **placement)
         head.apply(self._init_bert)
         if self.config.pooler and bert and kind == "sentence":  # as BERT's classifiers
             head.dense.load_state_dict(self.pooler.state_dict())
