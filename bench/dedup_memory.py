@@ -12,7 +12,7 @@ whole job runs on the 64 segments and the files it writes are counted, against t
 segment, language and bucket of the old layout.
 
 Near-dedup: the same pages' MinHash band keys go through the clustering's steps as the mine job
-runs them (``filters.components.run_in_memory``: candidates, 16 large-star / small-star rounds,
+runs them (``filters.components.run_in_memory``: candidates, the default large-star / small-star rounds,
 labels), each call of each phase measured the same way; the largest is printed, once on the
 pages as generated and once with a tenth of them replaced by one template whose pages differ in
 a name per line (one giant cluster: a hub node linked to every one of its pages). The reference,
@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.common import mine_quietly  # noqa: E402
+from ccnet_pipeline.near_dedup import ROUNDS_CHANGED, STAGE, round_counters  # noqa: E402
 from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_sample  # noqa: E402
 from ccnet_pipeline.transforms import segment_hashes  # noqa: E402
 from ccnet_pipeline.wet import ReadConfig  # noqa: E402
@@ -89,8 +90,9 @@ def templated(pages_by_segment, share: float, seed: int = 0):
 
 
 def near_dedup_peaks(pages_by_segment, memory_per_worker: int):
-    """(sizes and partitions, documents clustered, whether it converged, {phase: (largest call's
-    peak bytes, its entries)}) of the clustering as the job runs it."""
+    """(sizes and partitions, documents clustered, the rounds that changed the graph (of the
+    default cap), {phase: (largest call's peak bytes, its entries)}) of the clustering as the
+    job runs it."""
     config = MinHashConfig()
     keys = {}
     for index, pages in enumerate(pages_by_segment):
@@ -108,9 +110,10 @@ def near_dedup_peaks(pages_by_segment, memory_per_worker: int):
         largest[function.__name__] = max(largest.get(function.__name__, (0, 0)), (peak, sum(a.size for a in arrays)))
         return result
 
-    labels, changes, sizes = components.run_in_memory(keys, memory_per_worker, MinHashConfig().rounds, measured)
+    labels, changes, sizes = components.run_in_memory(keys, memory_per_worker, config.rounds, measured)
     clustered = sum(len(records) for parts in labels.values() for records, _ in parts)
-    return sizes, clustered, changes[-1] == 0, largest
+    names = [f"{STAGE}/changes_{step // 2:02d}" for step in range(len(changes))]  # as the job names each round's
+    return sizes, clustered, round_counters(zip(names, changes), config.rounds)[ROUNDS_CHANGED], largest
 
 
 def mib(value: float) -> str:
@@ -159,18 +162,18 @@ def main(argv=None) -> int:
         f" (one worker holding the graph, as datatrove's union-find does)"
     )
     print(
-        f"{'segments':>8} {'input':>9} {'keys':>8} {'edges':>7} {'parts':>6} {'clustered':>9} |"
+        f"{'segments':>8} {'input':>9} {'keys':>8} {'edges':>7} {'parts':>6} {'clustered':>9} {'rounds':>6} |"
         f" {'contribute':>15} {'answer':>15} {'finish':>15} | {'one worker':>10}"
     )
     for name, variant in (("as made", pages), ("template", templated(pages, 0.1))):
         for count in (4, 16, 64):
-            sizes, clustered, converged, largest = near_dedup_peaks(variant[:count], budget)
+            sizes, clustered, rounds, largest = near_dedup_peaks(variant[:count], budget)
             reference = max(peak for peak, _ in near_dedup_peaks(variant[:count], 2**62)[3].values())
             cells = " ".join(f"{mib(largest[p][0]):>6} {largest[p][1]:>8,}" for p in ("contribute", "answer", "finish"))
             parts = f"{sizes['key_partitions']}/{sizes['edge_partitions']}"
             print(
                 f"{count:>8} {name:>9} {sizes['key_entries']:>8,} {sizes['edges']:>7,} {parts:>6}"
-                f" {clustered:>9,}{'' if converged else '*'} | {cells} | {mib(reference):>10}"
+                f" {clustered:>9,} {rounds:>6} | {cells} | {mib(reference):>10}"
             )
     output = os.path.join(work, "corpus")
     start = time.perf_counter()

@@ -5,7 +5,9 @@ small-star rounds of Kiveris et al. (2014, "Connected components in MapReduce an
 Nodes are int64 ids (a document's segment index << 32 | its record index), so the smallest id of
 a component, which every step converges to, is its earliest document. An edge is (larger,
 smaller). Repeated, the steps turn the graph into one star per component, centred on its smallest
-node.
+node. Each step gives out its place's edges as the stars of their own components
+(``local_stars``): a graph whose edges fit one partition is done after one step, whatever its
+shape; a larger one still takes its rounds.
 
 Every step needs, for some nodes, the minimum over a group of pairs: the smallest neighbour of a
 node, the smallest document of a band key. A hub node (one template on a tenth of the pages) or a
@@ -75,6 +77,36 @@ def normalized(larger: np.ndarray, smaller: np.ndarray) -> Edges:
     return pairs[:, 0].astype(ID_DTYPE), pairs[:, 1].astype(ID_DTYPE)
 
 
+def local_stars(larger: np.ndarray, smaller: np.ndarray) -> Edges:
+    """The components of the given edges alone, each as a star on its smallest node: (node,
+    smallest) for every other node (a union-find's answer, without a Python loop per edge). A
+    step replaces the edges a place gives out by these (the local contraction of Łącki et al.,
+    2018): connectivity is unchanged, never more edges come out than went in, and a graph whose
+    edges all fit one place (one partition: every graph up to memory_per_worker) comes out as
+    its final stars from one step, however long its chains. Roots hook onto their smallest
+    neighbouring root, then every node jumps to its root; each pass at least halves the roots
+    of a component, so that a pass costs a sort-free scan and there are O(log n) of them."""
+    if not len(larger):
+        return larger, smaller
+    nodes, ends = np.unique(np.r_[larger, smaller], return_inverse=True)  # index order is id order
+    ends = ends.reshape(2, -1)
+    parent = np.arange(len(nodes))
+    while True:
+        roots = parent[ends]
+        high, low = roots.max(axis=0), roots.min(axis=0)
+        apart = high != low
+        if not apart.any():
+            break
+        np.minimum.at(parent, high[apart], low[apart])  # a root hooks onto a smaller one: no cycle
+        while True:  # every node to its root
+            grand = parent[parent]
+            if np.array_equal(grand, parent):
+                break
+            parent = grand
+    linked = parent != np.arange(len(nodes))
+    return nodes[linked], nodes[parent[linked]]
+
+
 def split_by(where: np.ndarray, *arrays: np.ndarray) -> Iterator[Tuple[int, Tuple[np.ndarray, ...]]]:
     """(partition, the arrays' entries in it) for each partition in ``where``, one sort for all."""
     order = np.argsort(where, kind="stable")
@@ -132,12 +164,23 @@ class Candidates(Step):
 
     def finish(self, chunk, minima, partitions):
         _, values, _ = self.pairs(chunk)
-        return by_edge_partition(normalized(values, minima), partitions), 0
+        return by_edge_partition(local_stars(*normalized(values, minima)), partitions), 0
 
 
 class EdgeStep(Step):
     """A step over edges: a place is an edge partition, its chunks edges (with repeats: the copies
-    of an edge meet in its place and are merged)."""
+    of an edge meet in its place and are merged). ``relink`` gives a place's new edges, which
+    go out as their ``local_stars`` (``contract``)."""
+
+    contract = True
+
+    def relink(self, chunk, minima: np.ndarray) -> Tuple[Edges, int]:
+        """(the new edges, how many things changed) of a merged chunk."""
+        raise NotImplementedError
+
+    def finish(self, chunk, minima, partitions):
+        edges, changed = self.relink(chunk, minima)
+        return by_edge_partition(local_stars(*edges) if self.contract else edges, partitions), changed
 
     def merge(self, chunks):
         return normalized(*super().merge(chunks))
@@ -157,10 +200,10 @@ class LargeStar(EdgeStep):
     def wanted(self, chunk):
         return chunk[1]
 
-    def finish(self, chunk, minima, partitions):
+    def relink(self, chunk, minima):
         larger, smaller = chunk
         centres = np.minimum(smaller, minima)
-        return by_edge_partition(normalized(larger, centres), partitions), int(np.count_nonzero(centres != smaller))
+        return normalized(larger, centres), int(np.count_nonzero(centres != smaller))
 
 
 class SmallStar(EdgeStep):
@@ -168,21 +211,28 @@ class SmallStar(EdgeStep):
     smaller) becomes (smaller, m(larger)) and (larger, m(larger)). Counts the edges whose smaller
     end is not m (0: every node hangs on one smaller neighbour at most)."""
 
-    def finish(self, chunk, minima, partitions):
+    def relink(self, chunk, minima):
         larger, smaller = chunk
-        edges = normalized(np.r_[smaller, larger], np.r_[minima, minima])
-        return by_edge_partition(edges, partitions), int(np.count_nonzero(smaller != minima))
+        return normalized(np.r_[smaller, larger], np.r_[minima, minima]), int(np.count_nonzero(smaller != minima))
 
 
-class Labels(EdgeStep):
-    """Once the rounds converged: each node with a smaller neighbour, labelled by the smallest one
-    (its component's earliest document), as (segment, (records, labels)) per segment."""
+def labels(edges: Edges) -> List[Tuple[int, Tuple[np.ndarray, np.ndarray]]]:
+    """The rounds' last edges of a place -> (segment, (records, labels)) per segment: each node
+    labelled by its smaller neighbour, its component's earliest document once the rounds
+    converged (a star). Past the cap a node may have several, in several places: whoever reads
+    the labels keeps the smallest (``smallest_labels``)."""
+    larger, smaller = edges
+    segments, records = split_id(larger)
+    return list(split_by(segments, records, smaller))
 
-    def finish(self, chunk, minima, partitions):
-        larger, smaller = chunk
-        first = smaller == minima  # one edge per node (the edges of a place are distinct)
-        segments, records = split_id(larger[first])
-        return list(split_by(segments, records, smaller[first])), 0
+
+def smallest_labels(parts: Iterable[Tuple[np.ndarray, np.ndarray]]) -> Dict[int, int]:
+    """A segment's (records, labels) parts -> {record: its smallest label}."""
+    found: Dict[int, int] = {}
+    for records, labelled in parts:
+        for record, label in zip(records.tolist(), labelled.tolist()):
+            found[record] = min(label, found.get(record, label))
+    return found
 
 
 Request = Tuple[np.ndarray, np.ndarray, np.ndarray, object]  # (groups, partial minima, wanted groups, place)
@@ -277,5 +327,4 @@ def components_in_memory(edges: Dict, partitions: int, rounds: int, call: Callab
         for step in (LargeStar(), SmallStar()):
             edges, changed = run_step(step, edges, partitions, call)
             changes.append(changed)
-    labels, _ = run_step(Labels(), edges, partitions, call)
-    return labels, changes
+    return shuffle(found for parts in edges.values() for chunk in parts for found in call(labels, chunk)), changes

@@ -88,7 +88,7 @@ class MinHashConfig:
         default=False, metadata=flag("--minhash-verify")
     )  # check each candidate's estimated Jaccard against its kept document before dropping it
     rounds: int = field(
-        default=16, metadata=flag("--minhash-rounds")
+        default=6, metadata=flag("--minhash-rounds")
     )  # large-star/small-star alternations built into the job: the cap of the clustering (stats say how many changed)
 
     def __post_init__(self):

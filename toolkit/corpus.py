@@ -6,7 +6,7 @@ OUT/<language>/<bucket>/part-NNNNN.parquet   the shards (or CCNet's OUT/<languag
 OUT/manifest.json  OUT/stats.json  OUT/cutoffs.csv
 OUT/quarantine/bad-input/<cc_segment>.jsonl  OUT/quarantine/dropped/<reason>/part-NNNNN.parquet
 OUT/_work/run.json  OUT/_work/complete       OUT/_work/hashes/NNNNN.npy  OUT/_work/segments/NNNNN.{parquet,json}
-OUT/_work/progress/<pass>-NNNNN.json  OUT/_work/minhash/NNNNN.npz
+OUT/_work/progress/<pass>-NNNNN.json  OUT/_work/minhash/NNNNN.{npz,pkl}
 ```
 Paths work on the local disk and on any Beam file system (``toolkit.storage``).
 """
@@ -78,6 +78,10 @@ class Layout:
     def minhash(self, segment: int) -> str:
         """A segment's MinHash band keys (and signatures) for near-duplicate removal."""
         return storage.join(self.work, "minhash", f"{segment:05d}.npz")
+
+    def waiting_documents(self, segment: int) -> str:
+        """A segment's documents waiting for near-dedup's clusters (pickled: read once more and deleted)."""
+        return storage.join(self.work, "minhash", f"{segment:05d}.pkl")
 
     def progress(self, pass_name: str, segment: int) -> str:
         """How far a worker has read a segment in a pass (``ccnet_pipeline.progress``)."""

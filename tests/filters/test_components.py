@@ -84,6 +84,13 @@ def test_candidates_link_each_key_to_its_smallest_document_across_segments():
     assert components.split_id(components.document_id(3, np.array([7])))[1].tolist() == [7]
 
 
+def pure(kind):
+    """The step alone, its place's output edges not contracted into local stars."""
+    step = kind()
+    step.contract = False
+    return step
+
+
 def test_each_step_counts_what_it_changes():
     def step(kind, larger, smaller):
         edges = components.shuffle(components.by_edge_partition((np.array(larger), np.array(smaller)), 2))
@@ -93,12 +100,40 @@ def test_each_step_counts_what_it_changes():
         )
 
     # 5 hangs on 3 and 4, which hang on 1: small-star relinks 5's larger smaller neighbour ...
-    assert step(components.SmallStar(), [5, 5, 3, 4], [3, 4, 1, 1]) == (1, [(3, 1), (4, 1), (4, 3), (5, 3)])
+    assert step(pure(components.SmallStar), [5, 5, 3, 4], [3, 4, 1, 1]) == (1, [(3, 1), (4, 1), (4, 3), (5, 3)])
     # ... and large-star moves 5's edges onto 1, the smallest neighbour of 3 and of 4.
-    assert step(components.LargeStar(), [5, 5, 3, 4], [3, 4, 1, 1]) == (2, [(3, 1), (4, 1), (5, 1)])
+    assert step(pure(components.LargeStar), [5, 5, 3, 4], [3, 4, 1, 1]) == (2, [(3, 1), (4, 1), (5, 1)])
     # A star on 1 is left as it is by both steps.
-    for kind in (components.SmallStar(), components.LargeStar()):
-        assert step(kind, [3, 4, 5], [1, 1, 1]) == (0, [(3, 1), (4, 1), (5, 1)])
+    for kind in (components.SmallStar, components.LargeStar):
+        assert step(pure(kind), [3, 4, 5], [1, 1, 1]) == (0, [(3, 1), (4, 1), (5, 1)])
+        assert step(kind(), [3, 4, 5], [1, 1, 1]) == (0, [(3, 1), (4, 1), (5, 1)])
+    # Contracted, small-star's edges (4, 3) and (5, 3), in one place, become (5, 1) there.
+    assert step(components.SmallStar(), [5, 5, 3, 4], [3, 4, 1, 1]) == (1, [(3, 1), (4, 1), (5, 1)])
+
+
+def test_local_stars_are_the_union_find_components_of_the_edges_given():
+    rng = np.random.default_rng(4)
+    ids = rng.choice(2**40, size=3000, replace=False).astype(np.int64)
+    for a, b in [
+        (ids[1:], ids[:-1]),
+        (np.sort(ids)[1:], np.sort(ids)[:-1]),
+        tuple(ids[rng.integers(0, 3000, (2, 2500))]),
+    ]:
+        larger, smaller = components.normalized(a, b)
+        truth = union_find_labels(zip(larger.tolist(), smaller.tolist()), np.unique(np.r_[a, b]).tolist())
+        nodes, centres = components.local_stars(larger, smaller)
+        assert dict(zip(nodes.tolist(), centres.tolist())) == {n: label for n, label in truth.items() if label != n}
+        assert len(nodes) <= len(larger)
+    assert [x.tolist() for x in components.local_stars(ids[:0], ids[:0])] == [[], []]
+
+
+def test_one_partition_converges_in_the_first_step_however_long_the_chain():
+    """Every graph that fits one partition (memory_per_worker) is its stars after one step: the
+    chain below takes 10 rounds without the contraction."""
+    ids = (np.random.default_rng(2).permutation(4096) + 1).astype(np.int64) * 7
+    found, changes = run_rounds(ids[1:], ids[:-1], partitions=1, rounds=2)
+    assert set(found.values()) == {7} and len(found) == 4095
+    assert changes[0] > 0 and changes[1:] == [0, 0, 0]
 
 
 def test_no_step_holds_a_hub_nodes_whole_group():

@@ -248,8 +248,8 @@ def test_config_flags():
     add_config_arguments(parser, MinHashConfig)
     args = parser.parse_args(
         ["--minhash-bands", "20", "--minhash-rows", "5", "--minhash-verify", "--minhash-ngram", "3"]
-        + ["--minhash-rounds", "6"]
+        + ["--minhash-rounds", "9"]
     )
     config = build_config(MinHashConfig, given(args))
-    assert config == MinHashConfig(ngram=3, bands=20, rows=5, verify=True, rounds=6) and config.permutations == 100
+    assert config == MinHashConfig(ngram=3, bands=20, rows=5, verify=True, rounds=9) and config.permutations == 100
     assert "--minhash-threshold" in parser.format_help() and "(default: 14)" in parser.format_help()

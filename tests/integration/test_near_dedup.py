@@ -86,6 +86,8 @@ def test_a_second_run_finds_the_same_clusters(planted, tmp_path):
     mine(root, second, "--minhash-verify")
     files = lambda out: {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*.parquet")}
     assert files(first) == files(second) and files(first)
+    # The band keys and the documents that waited for the clusters are gone once the job is done.
+    assert (first / "_work" / "complete").exists() and not list((first / "_work").rglob("minhash/*"))
 
 
 def test_line_dedup_off_for_a_fineweb_style_job(planted, tmp_path):
