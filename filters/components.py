@@ -83,9 +83,11 @@ def local_stars(larger: np.ndarray, smaller: np.ndarray) -> Edges:
     step replaces the edges a place gives out by these (the local contraction of Łącki et al.,
     2018): connectivity is unchanged, never more edges come out than went in, and a graph whose
     edges all fit one place (one partition: every graph up to memory_per_worker) comes out as
-    its final stars from one step, however long its chains. Roots hook onto their smallest
-    neighbouring root, then every node jumps to its root; each pass at least halves the roots
-    of a component, so that a pass costs a sort-free scan and there are O(log n) of them."""
+    its final stars from one step, however long its chains. In each pass, every root hooks onto
+    its smallest neighbouring root, then every node jumps to its root (pointer doubling). A root
+    that hooks onto none is the smallest among its neighbours' roots, which hook onto it or onto
+    smaller ones, and then it hooks in the next pass: every two passes merge each root with at
+    least one other, so that O(log n) passes of a few scans of the edges find the components."""
     if not len(larger):
         return larger, smaller
     nodes, ends = np.unique(np.r_[larger, smaller], return_inverse=True)  # index order is id order
