@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import os
 import shutil
 import subprocess
@@ -34,6 +35,25 @@ from toolkit import storage
 from toolkit.cli import add_config_arguments, build_config, flag, given, run_cli
 
 PROJECT_KENLM_BIN = Path(__file__).resolve().parents[1] / ".kenlm" / "bin"
+
+
+def train_sentencepiece(text: str, **options) -> bytes:
+    """A SentencePiece model trained on the lines of the file ``text`` with ``options``, as
+    bytes. The lines come from an iterator and the model goes to memory: trained from and into
+    files, a model records their (temporary) paths in its trainer spec, and a rerun in another
+    folder would write other bytes."""
+    import sentencepiece
+
+    trained = io.BytesIO()
+    with open(text, encoding="utf-8") as lines:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=(line.rstrip("\n") for line in lines),
+            model_writer=trained,
+            num_threads=os.cpu_count() or 1,
+            minloglevel=2,
+            **options,
+        )
+    return trained.getvalue()
 
 
 @dataclass(frozen=True)
@@ -98,20 +118,16 @@ def train_language_model(config: TrainLmConfig) -> dict:
                             lines += 1
         if lines == 0:
             raise ValueError(f"no text in {', '.join(config.texts)}")
-        prefix = os.path.join(work, "sp")
-        sentencepiece.SentencePieceTrainer.train(
-            input=normalized,
-            model_prefix=prefix,
+        pieces = train_sentencepiece(
+            normalized,
             vocab_size=config.vocab_size,
             model_type="unigram",
             hard_vocab_limit=False,  # small text: as many pieces as it supports
             input_sentence_size=config.max_sentences,
             shuffle_input_sentence=True,
             seed_sentencepiece_size=1_000_000,
-            num_threads=os.cpu_count() or 1,
-            minloglevel=2,
         )
-        sp = sentencepiece.SentencePieceProcessor(model_file=prefix + ".model")
+        sp = sentencepiece.SentencePieceProcessor(model_proto=pieces)
         tokens = os.path.join(work, "tokens.txt")
         with open(normalized, encoding="utf-8") as source, open(tokens, "w", encoding="utf-8") as out:
             for line in source:
@@ -123,7 +139,7 @@ def train_language_model(config: TrainLmConfig) -> dict:
             )
         binary = os.path.join(work, "lm.arpa.bin")
         _run([build_binary, arpa, binary], stdout=subprocess.DEVNULL)
-        storage.publish(prefix + ".model", sp_final)
+        storage.write_bytes(sp_final, pieces)
         storage.publish(binary, lm_final)
     summary = {"config": dataclasses.asdict(config), "lines": lines, "pieces": sp.get_piece_size()}
     storage.write_json(os.path.join(config.output, f"{config.language}.train.json"), summary)

@@ -11,6 +11,7 @@ from typing import Optional, Tuple
 
 import sentencepiece
 
+from filters.train_lm import train_sentencepiece
 from sampling import MixtureConfig, MultilingualSampler
 from tokenizer.xlmr import SP_BOS, SP_EOS, SP_UNK, piece_counts, write_fairseq_dict
 from toolkit import storage
@@ -50,9 +51,8 @@ def train_tokenizer(corpus_dir: str, out_dir: str, config: TokenizerConfig = Tok
                 languages[doc["language"]] = languages.get(doc["language"], 0) + 1
                 out.write(doc["raw_content"] + "\n")
         sentencepiece.set_random_generator_seed(config.seed)
-        sentencepiece.SentencePieceTrainer.train(
-            input=text,
-            model_prefix=os.path.join(work, "sp"),
+        trained = train_sentencepiece(
+            text,
             model_type="unigram",
             vocab_size=config.vocab_size,
             hard_vocab_limit=False,
@@ -63,11 +63,9 @@ def train_tokenizer(corpus_dir: str, out_dir: str, config: TokenizerConfig = Tok
             bos_id=SP_BOS,
             eos_id=SP_EOS,
             pad_id=-1,
-            num_threads=os.cpu_count() or 1,
-            minloglevel=2,
         )
         model = os.path.join(out_dir, MODEL_FILE)
-        storage.publish(os.path.join(work, "sp.model"), model)
+        storage.write_bytes(model, trained)
         with open(text, encoding="utf-8") as handle:
             counts = piece_counts(model, (line.rstrip("\n") for line in handle))
     write_fairseq_dict(model, os.path.join(out_dir, DICT_FILE), counts)

@@ -15,6 +15,10 @@ def test_cli_writes_ccnet_layout_with_config(tmp_path, capsys):
     assert info["pieces"] < 65536  # shrunk to what the small text supports
     assert LanguageModel(str(tmp_path / "lm"), "sw").perplexity("habari ya asubuhi rafiki yangu") > 0
     assert "sw: 300 lines" in capsys.readouterr().out
+    # A rerun into another folder writes the same models: no path of the run inside them.
+    assert train_lm.main(["--lang", "sw", "--text", str(text), "--out", str(tmp_path / "again")]) == 0
+    for name in ("sw.sp.model", "sw.arpa.bin"):
+        assert (tmp_path / "lm" / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
 
 
 def test_missing_tools_and_text_are_clear_errors(tmp_path, monkeypatch, capsys):

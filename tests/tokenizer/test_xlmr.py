@@ -65,13 +65,23 @@ def test_train_from_a_corpus_with_the_sampler(tmp_path, capsys):
             for language, text in (("en", SCRIPTS["Latin"]), ("ru", SCRIPTS["Cyrillic"]), ("hi", SCRIPTS["Devanagari"]))
         },
     )
-    out = tmp_path / "tok"
-    assert (
-        tokenizer_main(
-            ["train", "--corpus", str(corpus), "--out", str(out), "--vocab-size", "300", "--sample-documents", "300"]
-        )
-        == 0
-    )
+    out, again = tmp_path / "tok", tmp_path / "again"
+    for folder in (out, again):
+        argv = [
+            "train",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(folder),
+            "--vocab-size",
+            "300",
+            "--sample-documents",
+            "300",
+        ]
+        assert tokenizer_main(argv) == 0
+    # A rerun into another folder writes the same files: no path of the run inside the model.
+    for name in ("sentencepiece.model", "dict.txt"):
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
     tok = XLMRTokenizer(str(out / "sentencepiece.model"))
     info = json.loads((out / "tokenizer.json").read_text())
     assert set(info["documents_per_language"]) == {"en", "ru", "hi"}
