@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import glob
-import io
 import os
 import struct
 import subprocess
@@ -34,6 +33,7 @@ from typing import Dict, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
+from filters.train_lm import train_sentencepiece
 from tokenizer.hf import _fields
 from tokenizer.xlmr import XLMRTokenizer
 
@@ -165,15 +165,9 @@ def sentencepiece_model(image: Image) -> bytes:
     at their SentencePiece ids (fairseq's id - 1; ``<pad>`` and ``<mask>`` are fairseq's own),
     with the trainer and normalizer specs (nmt_nfkc, as XLM-R's) of a model SentencePiece trains
     here on the spot."""
-    import sentencepiece
-
-    trained = io.BytesIO()
     text = [f"line {i} of a few words to train on" for i in range(200)]
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(text), model_writer=trained, vocab_size=30, hard_vocab_limit=False,
-        normalization_rule_name="nmt_nfkc", minloglevel=2,
-    )  # fmt: skip
-    specs = b"".join(_message(field, value) for field, value in _fields(trained.getvalue()) if field in (2, 3))
+    trained = train_sentencepiece(text, vocab_size=30, hard_vocab_limit=False, normalization_rule_name="nmt_nfkc")
+    specs = b"".join(_message(field, value) for field, value in _fields(trained) if field in (2, 3))
     pieces = [("<unk>", 0.0, UNKNOWN), ("<s>", 0.0, CONTROL), ("</s>", 0.0, CONTROL)]
     pieces += [(piece, float(score), NORMAL) for piece, score in zip(image.pieces[4:-1], image.scores[4:-1])]
     encoded = b"".join(

@@ -40,7 +40,7 @@ from distill import quietly, tokens_per_second
 from pretrain.evaluate import classification_scores
 from pretrain.finetune import FinetuneConfig, batch_indices, label_set, load_classifier, read_examples
 from pretrain.hub import load_model
-from pretrain.optim import learning_rate
+from pretrain.optim import Optimization
 from pretrain.sib200 import COLUMNS, SOURCE, language_folders
 from toolkit import storage
 
@@ -65,30 +65,20 @@ def transformers_finetune(folder: str, train: str, dev: str, config: FinetuneCon
     labels = label_set(train_examples, {dev: dev_examples})
     torch.manual_seed(config.seed)
     model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=len(labels))
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": [p for p in trainable if p.dim() >= 2], "weight_decay": config.weight_decay},
-            {"params": [p for p in trainable if p.dim() < 2], "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-        betas=(config.beta1, config.beta2),
-        eps=config.eps,
-    )
+    optimization = Optimization.of(model, config, torch.device("cpu"))  # this project's AdamW and schedule
     train_rows, dev_rows = (encoded(tokenizer, e, labels, config) for e in (train_examples, dev_examples))
     per_epoch = math.ceil(len(train_rows) / config.batch_size)
     total = per_epoch * config.epochs
     best, best_state = -1.0, None
     for step in range(1, total + 1):
         model.train()
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, config, total)
+        optimization.set_learning_rate(step, total)
         rows = [train_rows[i] for i in batch_indices(step, len(train_rows), config)]
         loss = model(**batch(tokenizer, rows)).loss
-        optimizer.zero_grad()
+        optimization.optimizer.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, config.clip_norm)
-        optimizer.step()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+        optimization.optimizer.step()
         if step % per_epoch == 0:
             score = accuracy(model, tokenizer, dev_rows)
             if score > best:

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths
@@ -37,22 +37,21 @@ from toolkit.cli import add_config_arguments, build_config, flag, given, run_cli
 PROJECT_KENLM_BIN = Path(__file__).resolve().parents[1] / ".kenlm" / "bin"
 
 
-def train_sentencepiece(text: str, **options) -> bytes:
-    """A SentencePiece model trained on the lines of the file ``text`` with ``options``, as
-    bytes. The lines come from an iterator and the model goes to memory: trained from and into
-    files, a model records their (temporary) paths in its trainer spec, and a rerun in another
-    folder would write other bytes."""
+def train_sentencepiece(lines: Iterable[str], **options) -> bytes:
+    """A SentencePiece model trained on ``lines`` (a text file's handle, or a list; a line's
+    trailing newline is not part of it) with ``options``, as bytes. From lines and into memory:
+    trained from and into files, a model records their (temporary) paths in its trainer spec,
+    and a rerun in another folder would write other bytes."""
     import sentencepiece
 
     trained = io.BytesIO()
-    with open(text, encoding="utf-8") as lines:
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=(line.rstrip("\n") for line in lines),
-            model_writer=trained,
-            num_threads=os.cpu_count() or 1,
-            minloglevel=2,
-            **options,
-        )
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=(line.rstrip("\n") for line in lines),
+        model_writer=trained,
+        num_threads=os.cpu_count() or 1,
+        minloglevel=2,
+        **options,
+    )
     return trained.getvalue()
 
 
@@ -118,15 +117,16 @@ def train_language_model(config: TrainLmConfig) -> dict:
                             lines += 1
         if lines == 0:
             raise ValueError(f"no text in {', '.join(config.texts)}")
-        pieces = train_sentencepiece(
-            normalized,
-            vocab_size=config.vocab_size,
-            model_type="unigram",
-            hard_vocab_limit=False,  # small text: as many pieces as it supports
-            input_sentence_size=config.max_sentences,
-            shuffle_input_sentence=True,
-            seed_sentencepiece_size=1_000_000,
-        )
+        with open(normalized, encoding="utf-8") as handle:
+            pieces = train_sentencepiece(
+                handle,
+                vocab_size=config.vocab_size,
+                model_type="unigram",
+                hard_vocab_limit=False,  # small text: as many pieces as it supports
+                input_sentence_size=config.max_sentences,
+                shuffle_input_sentence=True,
+                seed_sentencepiece_size=1_000_000,
+            )
         sp = sentencepiece.SentencePieceProcessor(model_proto=pieces)
         tokens = os.path.join(work, "tokens.txt")
         with open(normalized, encoding="utf-8") as source, open(tokens, "w", encoding="utf-8") as out:

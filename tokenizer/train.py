@@ -51,19 +51,20 @@ def train_tokenizer(corpus_dir: str, out_dir: str, config: TokenizerConfig = Tok
                 languages[doc["language"]] = languages.get(doc["language"], 0) + 1
                 out.write(doc["raw_content"] + "\n")
         sentencepiece.set_random_generator_seed(config.seed)
-        trained = train_sentencepiece(
-            text,
-            model_type="unigram",
-            vocab_size=config.vocab_size,
-            hard_vocab_limit=False,
-            character_coverage=config.character_coverage,
-            input_sentence_size=config.input_sentence_size,
-            shuffle_input_sentence=True,
-            unk_id=SP_UNK,
-            bos_id=SP_BOS,
-            eos_id=SP_EOS,
-            pad_id=-1,
-        )
+        with open(text, encoding="utf-8") as lines:
+            trained = train_sentencepiece(
+                lines,
+                model_type="unigram",
+                vocab_size=config.vocab_size,
+                hard_vocab_limit=False,
+                character_coverage=config.character_coverage,
+                input_sentence_size=config.input_sentence_size,
+                shuffle_input_sentence=True,
+                unk_id=SP_UNK,
+                bos_id=SP_BOS,
+                eos_id=SP_EOS,
+                pad_id=-1,
+            )
         model = os.path.join(out_dir, MODEL_FILE)
         storage.write_bytes(model, trained)
         with open(text, encoding="utf-8") as handle:
