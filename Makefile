@@ -26,6 +26,21 @@ LID_ARGS := $(if $(filter ccnet,$(LID)),--lid-mode ccnet,--lid-mode spaced --lan
 SHARED   ?= ../shared/data
 # Extra flags for the mine job (Beam options included), e.g. BEAM_ARGS="--direct_num_workers=2 --direct_running_mode=multi_processing"
 BEAM_ARGS ?=
+# RUNNER=spark or flink: the mine job on that engine (docs/cluster.md), started here first if it is not
+# up: a standalone cluster of 2 one-core workers on 127.0.0.1 unless SPARK_MASTER=spark://HOST:PORT
+# (or local[N]) / FLINK_MASTER=HOST:REST_PORT (or [local]) names one; WORKER_POOL=HOST:PORT where its
+# SDK workers run (default: a pool started here; localhost:50000 on each node of another master).
+RUNNER       ?=
+ENGINES_ROOT ?= out/engines
+ENGINES       = $(PY) -m engines --root $(ENGINES_ROOT)
+SPARK_MASTER ?=
+FLINK_MASTER ?=
+WORKER_POOL  ?=
+MASTER        = $(if $(filter spark,$(RUNNER)),$(SPARK_MASTER),$(FLINK_MASTER))
+ENGINE_FLAGS  = $(if $(MASTER),--master '$(MASTER)') $(if $(WORKER_POOL),--worker-pool '$(WORKER_POOL)')
+# A prefix and a suffix of the mine command: the engine's flags, or nothing without RUNNER.
+ENGINE_UP     = $(if $(RUNNER),engine_args="$$($(ENGINES) args $(RUNNER) $(ENGINE_FLAGS))" &&)
+ENGINE_ARGS   = $(if $(RUNNER),$$engine_args)
 PYTEST_ARGS ?=
 
 comma := ,
@@ -40,7 +55,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-read bench-perplexity bench-stream bench-train bench-memory bench-minhash bench-datatrove bench-adapters bench-distill bench-finetune lid-calibrate worker-package clean
+.PHONY: install kenlm lm corpus sample engines spark-up spark-down flink-up flink-down engines-down engines-status tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-read bench-perplexity bench-stream bench-train bench-memory bench-minhash bench-datatrove bench-runners bench-adapters bench-distill bench-finetune lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -81,7 +96,7 @@ lm: $(KENLM_DIR)/bin/lmplz
 
 ifneq ($(strip $(DUMP)),)
 corpus: $(VENV)/.installed
-	$(PY) -m ccnet_pipeline mine --dump $(DUMP) --segments $(SEGMENTS) --cache $(CACHE) --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
+	$(ENGINE_UP) $(PY) -m ccnet_pipeline mine --dump $(DUMP) --segments $(SEGMENTS) --cache $(CACHE) --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(ENGINE_ARGS) $(BEAM_ARGS)
 else ifeq ($(strip $(INPUT)),)
 SAMPLE_LM := $(if $(LM_DIR),$(LM_DIR),out/lm)
 # Reference models for the sample, trained once from its reference text (again when LANGS change):
@@ -92,10 +107,10 @@ $(SAMPLE_LM)/.done-$(LANGS_ID): $(SAMPLE)/.done $(KENLM_DIR)/bin/lmplz
 	touch $@
 
 corpus: $(SAMPLE_LM)/.done-$(LANGS_ID)
-	$(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) --lm-dir $(SAMPLE_LM) --overwrite $(BEAM_ARGS)
+	$(ENGINE_UP) $(PY) -m ccnet_pipeline mine --input '$(SAMPLE)/*.warc.wet.gz' --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) --lm-dir $(SAMPLE_LM) --overwrite $(ENGINE_ARGS) $(BEAM_ARGS)
 else
 corpus: $(VENV)/.installed
-	$(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(BEAM_ARGS)
+	$(ENGINE_UP) $(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(ENGINE_ARGS) $(BEAM_ARGS)
 endif
 
 # Recompute the shipped LID thresholds from SIB-200 train+dev, then measure one threshold (ccnet)
@@ -148,7 +163,7 @@ eval: $(VENV)/.installed
 	@test -e "$(INIT)" || { echo "no model at $(INIT): run make pretrain first, or set INIT to a Hugging Face XLM-R folder"; exit 2; }
 	$(PY) -m pretrain evaluate sib200 --init $(INIT) --sib-dir $(SIB200) $(if $(EVAL_LANGS),--languages $(EVAL_LANGS),--corpus $(OUT)) --out $(EVAL) --config $(EVAL_CONFIG) $(EVAL_ARGS)
 
-test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
+test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz engines
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: everything but the whole-job and multi-process tests (pytest -m "not slow").
@@ -218,6 +233,11 @@ bench-distill: $(VENV)/.installed
 bench-finetune: $(VENV)/.installed
 	$(PY) bench/finetune_real.py --sib-dir $(SIB200) --reference-text $(SHARED)/reference-text
 
+# The mine job on Spark (process and LOOPBACK workers) and Flink (embedded and a standalone cluster)
+# against the FnApiRunner, 2 workers each, taking turns on bench-datatrove's input; where the time goes.
+bench-runners: engines $(KENLM_DIR)/bin/lmplz
+	$(PY) bench/runners.py $(BENCH_ARGS)
+
 # Per-worker memory of a dedup hash partition at 4, 16 and 64 segments, of near-dedup's clustering
 # steps (with a template on 10% of the pages), and the mine job's file count.
 bench-memory: $(VENV)/.installed
@@ -227,6 +247,25 @@ bench-memory: $(VENV)/.installed
 # signature throughput on one core.
 bench-minhash: $(VENV)/.installed
 	$(PY) bench/minhash_scurve.py --figure out/bench-minhash/scurve.png
+
+# Spark and Flink from the project's own files (docs/cluster.md): Beam's Java runner libraries resolved by
+# Maven into its cache (~/.m2), Spark 3.5's jars from the pyspark sdist (pip's cache), each job server's
+# classpath assembled in out/engines/; `make spark-up` / `flink-up` start an engine on 127.0.0.1 (pids,
+# ports and logs under out/engines/), `make engines-down` stops them all. Needs java and mvn on PATH.
+engines: $(VENV)/.installed
+	$(ENGINES) fetch all
+
+spark-up: $(VENV)/.installed
+	$(ENGINES) up spark $(if $(SPARK_MASTER),--master '$(SPARK_MASTER)') $(if $(WORKER_POOL),--worker-pool '$(WORKER_POOL)')
+
+flink-up: $(VENV)/.installed
+	$(ENGINES) up flink $(if $(FLINK_MASTER),--master '$(FLINK_MASTER)') $(if $(WORKER_POOL),--worker-pool '$(WORKER_POOL)')
+
+spark-down flink-down engines-down: $(VENV)/.installed
+	$(ENGINES) down $(if $(filter engines-down,$@),all,$(@:-down=))
+
+engines-status: $(VENV)/.installed
+	$(ENGINES) status
 
 # The package cluster workers install (Dataflow: --extra_package; Flink/Spark: worker/Dockerfile).
 DIST ?= dist

@@ -54,6 +54,15 @@ def _mine_parser(sub) -> None:
         action="store_true",
         help="replace what --output holds when it is another job's output (the same job resumes)",
     )
+    _runner_arguments(mine)
+
+
+def _runner_arguments(parser) -> None:
+    parser.add_argument(
+        "--allow-untested-runner",
+        action="store_true",
+        help=f"run on a Beam runner the job's tests do not cover (tested: {', '.join(TESTED_RUNNERS)})",
+    )
 
 
 def _download_arguments(parser) -> None:
@@ -102,6 +111,7 @@ def _import_parser(sub) -> None:
     imported.add_argument(
         "--overwrite", action="store_true", help="replace what --output holds when it is another job's output"
     )
+    _runner_arguments(imported)
 
 
 def _import(args, beam_args: List[str]) -> int:
@@ -122,6 +132,9 @@ def _run_once(output: str, run_job) -> int:
         stats = storage.read_json(Layout(output).stats)
     else:
         stats = run_job()
+    if stats is None:
+        print(f"dry run: the job was translated and submitted nowhere; nothing in {output} is marked done")
+        return 0
     _print_summary(stats, output)
     return 0
 
@@ -258,10 +271,9 @@ def _sample(args) -> int:
     return 0
 
 
-def _import_runner(beam_args: List[str]) -> None:
-    """Import the module of the runner ``--runner`` names, as Beam does when it builds the
-    pipeline, so that the options it registers (a ``PipelineOptions`` subclass defined there)
-    are known. One that fails to import is left for Beam to report."""
+def runner_path(beam_args: List[str]) -> Optional[str]:
+    """The module path of the runner ``--runner`` names, found as Beam finds it (a known runner's
+    name in any case, with or without "Runner", or a dotted path); None when none is named."""
     from apache_beam.options.pipeline_options import StandardOptions
 
     name = None
@@ -271,12 +283,56 @@ def _import_runner(beam_args: List[str]) -> None:
         elif arg.startswith("--runner="):
             name = arg.split("=", 1)[1]
     if not name:
-        return
+        return None
     known = {path.rsplit(".", 1)[-1].lower(): path for path in StandardOptions.ALL_KNOWN_RUNNERS}
-    path = known.get(name.lower(), known.get(name.lower() + "runner", name))
-    if "." in path:
+    return known.get(name.lower(), known.get(name.lower() + "runner", name))
+
+
+def _import_runner(beam_args: List[str]) -> None:
+    """Import the module of the runner ``--runner`` names, as Beam does when it builds the
+    pipeline, so that the options it registers (a ``PipelineOptions`` subclass defined there)
+    are known. One that fails to import is left for Beam to report."""
+    path = runner_path(beam_args)
+    if path and "." in path:
         with contextlib.suppress(Exception):
             importlib.import_module(path.rsplit(".", 1)[0])
+
+
+# The runners the job's tests run it on: Beam's in-process FnApiRunner (the default), its portable
+# runner (Beam's job service, and the Spark and Flink job servers in tests/integration/) and the
+# DataflowRunner (the job's translation, offline: tests/integration/test_dataflow_translation.py).
+TESTED_RUNNERS = ("FnApiRunner", "PortableRunner", "DataflowRunner")
+WRONG_RUNNERS = {
+    "DaskRunner": "Beam's DaskRunner gives wrong answers silently (Beam 2.77): a step with several outputs sends "
+    "every element to every output, only the last of several sinks runs, and its metrics raise NotImplementedError",
+}
+UNTESTED_WHY = {
+    "DirectRunner": "Beam 2.77's DirectRunner runs jobs on Prism, a binary it downloads first; the default "
+    "FnApiRunner runs the job in this process",
+    "FlinkRunner": "Beam's FlinkRunner starts a job server from a jar Maven Central does not serve here; "
+    "run `make flink-up` and the job with `python -m engines args flink` (docs/cluster.md)",
+    "SparkRunner": "Beam's SparkRunner starts a job server from a jar Maven Central does not serve here; "
+    "run `make spark-up` and the job with `python -m engines args spark` (docs/cluster.md)",
+}
+
+
+def check_runner(beam_args: List[str], allow_untested: bool) -> None:
+    """Refuse, before any work, a runner known to give wrong answers, and one the job's tests do
+    not cover unless ``allow_untested``; ``--dry_run`` with a runner that would run the job."""
+    from ccnet_pipeline.pipeline import DEFAULT_RUNNER, dry_run, pipeline_options
+
+    path = runner_path(beam_args) or DEFAULT_RUNNER
+    runner = path.rsplit(".", 1)[-1]
+    if runner in WRONG_RUNNERS:
+        raise UsageError(f"--runner={runner} is refused: {WRONG_RUNNERS[runner]}")
+    if runner not in TESTED_RUNNERS and not allow_untested:
+        why = UNTESTED_WHY.get(runner, "the job's tests do not run it there")
+        raise UsageError(
+            f"--runner={runner} is not one the job is tested on ({', '.join(TESTED_RUNNERS)}): {why}."
+            " Pass --allow-untested-runner to run it anyway"
+        )
+    if runner != "DataflowRunner" and dry_run(pipeline_options(beam_args)):
+        raise UsageError(f"--dry_run is the DataflowRunner's: --runner={runner} would run the job")
 
 
 def beam_parser(beam_args: List[str] = ()) -> argparse.ArgumentParser:
@@ -350,6 +406,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     def run(args, rest: List[str]) -> int:
         if args.command in COMMANDS:
             check_beam_args(rest, sub.choices[args.command])
+            check_runner(rest, args.allow_untested_runner)
             return COMMANDS[args.command](args, rest)
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")

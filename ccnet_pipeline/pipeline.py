@@ -8,11 +8,11 @@ import logging
 import os
 import posixpath
 import re
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import FileSystem
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
 from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
@@ -224,11 +224,12 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     return PipelineOptions(args)
 
 
-def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Dict:
+def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Optional[Dict]:
     """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
-    resuming after the segments an earlier run committed; returns the stats it wrote."""
+    resuming after the segments an earlier run committed; returns the stats it wrote (None
+    after a dry run, which translates the job and runs nothing)."""
     execute(config, segments, beam_args)
-    return storage.read_json(Layout(config.output).stats)
+    return None if dry_run(pipeline_options(beam_args)) else storage.read_json(Layout(config.output).stats)
 
 
 def execute(
@@ -281,24 +282,34 @@ def local_runner(options: Dict):
 def finish(pipeline: beam.Pipeline, output: str, watch=None):
     """Run ``pipeline`` to its end (inside the context manager ``watch``, if any), then mark
     ``output`` complete; Beam's result."""
-    with watch or contextlib.nullcontext():
+    dry = dry_run(pipeline.options)
+    with (None if dry else watch) or contextlib.nullcontext():
         result = pipeline.run()
         result.wait_until_finish()
-    mark_complete(output)
+    if not dry:  # a dry run ran nothing: nothing to mark complete
+        mark_complete(output)
     return result
 
 
+def dry_run(options: PipelineOptions) -> bool:
+    """``--dry_run``, which only the DataflowRunner honours: it translates the job and submits
+    nothing. (Beam reads the flag's value as given, so any value turns it on.)"""
+    return bool(options.view_as(TestOptions).dry_run)
+
+
 def job_counters(result, namespace: str = NAMESPACE) -> Dict[str, int]:
-    """The committed Beam counters of a finished job, summed over the steps that raised them."""
+    """The committed Beam counters of a finished job, summed over the steps that raised them;
+    the attempted ones where the runner commits none (Beam's portable Spark runner)."""
     from apache_beam.metrics.metric import MetricsFilter
 
     totals: Dict[str, int] = {}
     for metric in result.metrics().query(MetricsFilter().with_namespace(namespace))["counters"]:
-        totals[metric.key.metric.name] = totals.get(metric.key.metric.name, 0) + metric.committed
+        value = metric.committed if metric.committed is not None else metric.attempted
+        totals[metric.key.metric.name] = totals.get(metric.key.metric.name, 0) + value
     return dict(sorted(totals.items()))
 
 
-def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[str]) -> Dict:
+def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[str]) -> Optional[Dict]:
     """Convert CCNet output ``files`` into a Parquet corpus at ``config.output`` (shards,
     manifest, stats, quarantine); returns the stats it wrote."""
     pipeline, options = new_pipeline(beam_args)
@@ -323,7 +334,7 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
         )
     )
     finish(pipeline, config.output, progress.reporting(config.output, files, passes, prefix="import-ccnet"))
-    return storage.read_json(Layout(config.output).stats)
+    return None if dry_run(pipeline.options) else storage.read_json(Layout(config.output).stats)
 
 
 def is_complete(output: str) -> bool:

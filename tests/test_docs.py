@@ -690,6 +690,7 @@ CLIS = {
     "sampling": "sampling.cli",
     "tokenizer": "tokenizer.__main__",
     "pretrain": "pretrain.cli",
+    "engines": "engines.__main__",
 }
 BEAM_JOBS = {("ccnet_pipeline", "mine"), ("ccnet_pipeline", "import-ccnet")}  # unknown flags go to Beam
 

@@ -5,8 +5,9 @@ workers as plain processes (no Docker): a worker pool
 or a runner's PROCESS environment (``--environment_type=PROCESS
 --environment_config='{"command": "/path/to/worker/boot.py"}'``).
 
-Beam's container contract: the runner starts this with ``--id``, ``--provision_endpoint``,
-``--artifact_endpoint``, ``--logging_endpoint`` and ``--control_endpoint``. The provision
+Beam's container contract: the runner starts this with ``--id`` and ``--provision_endpoint``
+(a worker pool adds ``--artifact_endpoint``, ``--logging_endpoint`` and ``--control_endpoint``;
+the provision service names them too). The provision
 service gives the pipeline options and the job's staged artifacts; each is fetched from the
 artifact service into ``<semi-persistent dir>/staged`` and installed with pip into the Python
 that runs this script (``requirements.txt`` of ``--requirements_file``, the packages of
@@ -50,8 +51,11 @@ PIP = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--id", required=True, help="the worker id")
-    for endpoint in ("provision", "artifact", "logging", "control"):
-        parser.add_argument(f"--{endpoint}_endpoint", required=True)
+    parser.add_argument("--provision_endpoint", required=True)
+    # a worker pool passes these too; a PROCESS environment passes only the provision endpoint,
+    # whose answer names them
+    for endpoint in ("artifact", "logging", "control"):
+        parser.add_argument(f"--{endpoint}_endpoint", default="")
     parser.add_argument("--semi_persist_dir", default=None, help="default: a new folder in the temp dir")
     return parser.parse_known_args(argv)[0]
 

@@ -115,3 +115,48 @@ def test_the_mine_options_are_checked_before_a_dump_is_downloaded(tmp_path, caps
     assert main([*args, "--langs", "xx", "--base-url", "http://nonexistent.invalid/"]) == 2
     assert capsys.readouterr().err.startswith("error: lid.languages: unknown language code(s) xx")
     assert not cache.exists()  # no download was tried
+
+
+@pytest.mark.parametrize(
+    "runner",
+    ["--runner=DaskRunner", "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"],
+)
+def test_a_runner_that_gives_wrong_answers_is_refused_before_any_work(runner, wet, tmp_path, capsys):
+    out = tmp_path / "corpus"
+    for extra in ([], ["--allow-untested-runner"]):  # no flag lets it run
+        assert main(["mine", "--input", wet, "--output", str(out), runner, *extra]) == 2
+        assert capsys.readouterr().err.startswith(
+            "error: --runner=DaskRunner is refused: Beam's DaskRunner gives wrong answers silently"
+        )
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("runner", ["DirectRunner", "PrismRunner", "SparkRunner", "FlinkRunner", "my.own.Runner"])
+def test_a_runner_the_tests_do_not_cover_runs_only_when_the_user_insists(runner, wet, tmp_path, capsys):
+    out = tmp_path / "corpus"
+    assert main(["mine", "--input", wet, "--output", str(out), f"--runner={runner}"]) == 2
+    error = capsys.readouterr().err
+    name = runner.rsplit(".", 1)[-1]
+    assert error.startswith(
+        f"error: --runner={name} is not one the job is tested on (FnApiRunner, PortableRunner, DataflowRunner)"
+    )
+    assert error.rstrip().endswith("Pass --allow-untested-runner to run it anyway")
+    assert not out.exists()
+
+
+def test_the_flag_runs_an_untested_runner(wet, tmp_path):
+    """BundleBasedDirectRunner: Beam's old in-process runner, which works offline."""
+    out = tmp_path / "corpus"
+    argv = ["mine", "--input", wet, "--output", str(out), "--langs", "en", "--runner=BundleBasedDirectRunner"]
+    assert main(argv) == 2 and not out.exists()
+    assert main([*argv, "--allow-untested-runner"]) == 0
+    assert json.loads((out / "stats.json").read_text())["documents_read"] == 1
+
+
+def test_a_dry_run_is_the_dataflow_runners_only(wet, tmp_path, capsys):
+    out = tmp_path / "corpus"
+    assert main(["mine", "--input", wet, "--output", str(out), "--dry_run=True"]) == 2
+    assert (
+        capsys.readouterr().err == "error: --dry_run is the DataflowRunner's: --runner=FnApiRunner would run the job\n"
+    )
+    assert not out.exists()
