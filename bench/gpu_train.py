@@ -17,8 +17,8 @@ import sys
 import time
 
 import torch
-from train import describe_flops, flops_per_token, random_batch
 
+from bench.train import describe_flops, flops_per_token, random_batch
 from pretrain.dist import Dist
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
 from pretrain.optim import Optimization, train_step

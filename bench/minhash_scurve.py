@@ -8,14 +8,14 @@ against ``1 - (1 - s^rows)^bands`` at each pair's exact similarity (a binomial s
 standard error is given), with the mean error of the estimated Jaccard similarity.
 
 Throughput: ``signatures`` and ``band_keys`` over about 5,000 pages of the near-duplicate test
-set (``tests/near_duplicates.py``: 7 languages, Chinese and Japanese shingled by characters),
+set (``ccnet_pipeline/near_duplicate_sample.py``: 7 languages, Chinese and Japanese shingled by characters),
 in batches of one segment's size, best of three rounds.
 
 With ``--figure PATH`` the S-curve is also drawn (measured points with two standard errors, the
 theoretical curve as the baseline, the 0.8 threshold marked): make bench-minhash writes
 out/bench-minhash/scurve.png.
 
-    .venv/bin/python bench/minhash_scurve.py [--pairs 1600] [--documents 5000] [--figure PATH]
+    .venv/bin/python -m bench.minhash_scurve [--pairs 1600] [--documents 5000] [--figure PATH]
 """
 
 from __future__ import annotations
@@ -27,13 +27,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import random  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+from ccnet_pipeline.near_duplicate_sample import generate  # noqa: E402
+from ccnet_pipeline.sample import letters  # noqa: E402
 from filters.minhash import (  # noqa: E402
     MinHashConfig,
     band_keys,
@@ -42,8 +41,6 @@ from filters.minhash import (  # noqa: E402
     jaccard,
     signatures,
 )
-from tests.helpers import letters  # noqa: E402
-from tests.near_duplicates import generate  # noqa: E402
 from toolkit import storage  # noqa: E402
 
 WORDS = [letters(i) for i in range(26**3)]  # letters only: dedup's digit folding merges no two

@@ -22,9 +22,9 @@ import time
 import fasttext
 import pyarrow as pa
 import pyarrow.parquet as pq
-from common import bench_wet, drop_lookup_tables, mine_quietly
 from warcio.archiveiterator import ArchiveIterator
 
+from bench.common import bench_wet, drop_lookup_tables, mine_quietly
 from filters.dedup import line_hashes
 from filters.document import ARROW_SCHEMA, make_document
 from filters.quality import quality_signals

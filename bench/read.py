@@ -20,9 +20,9 @@ import sys
 import time
 import tracemalloc
 
-from common import bench_wet, take_turns
 from warcio.archiveiterator import ArchiveIterator
 
+from bench.common import bench_wet, take_turns
 from ccnet_pipeline.wet import read_segment
 from ccnet_pipeline.wet_writer import raw_record
 

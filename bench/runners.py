@@ -30,9 +30,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from common import bench_wet, reference_models
-from vs_datatrove import LANGUAGES, written
-
+from bench.common import bench_wet, reference_models
+from bench.vs_datatrove import LANGUAGES, written
 from engines import Engine, EngineConfig
 
 ROOT = Path(__file__).resolve().parents[1]

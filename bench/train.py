@@ -22,9 +22,9 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from common import take_turns
 from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
+from bench.common import take_turns
 from pretrain.data import FIRST_PIECE, masking_generator
 from pretrain.dist import Dist
 from pretrain.export import hf_config, to_hf

@@ -30,9 +30,9 @@ import fasttext
 import kenlm
 import pyarrow.parquet as pq
 import sentencepiece
-from common import bench_wet, reference_models
-from pipeline import read_with_warcio
 
+from bench.common import bench_wet, reference_models
+from bench.pipeline import read_with_warcio
 from ccnet_pipeline.sample import LANGUAGE_MIX
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths

@@ -119,17 +119,18 @@ def _import(args, beam_args: List[str]) -> int:
 
     config = build_config(ImportConfig, given(args)).with_absolute_paths()
     files = list_segments(config.input)
-    _prepare_output(config.output, {"config": config.to_json(), "segments": files}, args.overwrite)
-    return _run_once(config.output, lambda: run_import(config, files, beam_args))
+    _prepare_output(config.layout, {"config": config.to_json(), "segments": files}, args.overwrite)
+    return _run_once(config.layout, lambda: run_import(config, files, beam_args))
 
 
-def _run_once(output: str, run_job) -> int:
-    """Run the job unless ``output`` holds its finished output already; print its summary."""
+def _run_once(layout: Layout, run_job) -> int:
+    """Run the job unless its output folder holds its finished output already; print its summary."""
     from ccnet_pipeline.pipeline import is_complete
 
-    if is_complete(output):
+    output = layout.root
+    if is_complete(layout):
         print(f"{output} already holds this job's finished output")
-        stats = storage.read_json(Layout(output).stats)
+        stats = storage.read_json(layout.stats)
     else:
         stats = run_job()
     if stats is None:
@@ -184,12 +185,12 @@ def _sample_parser(sub) -> None:
     add_config_arguments(sample, SampleConfig)
 
 
-def _prepare_output(output: str, run: Dict, overwrite: bool) -> None:
+def _prepare_output(layout: Layout, run: Dict, overwrite: bool) -> None:
     """Create the corpus folder, or resume the run it holds when ``run`` (config and input
     segments) is the same; fail clearly when it cannot be written or holds other data."""
+    output = layout.root
     if storage.is_remote(output):
         return  # object stores have no folders to check; Beam reports write errors there
-    layout = Layout(output)
     run = json.loads(json.dumps(run))  # tuples as lists, as the file holds them
     if os.path.isdir(output) and os.listdir(output):
         if os.path.exists(layout.run_file) and storage.read_json(layout.run_file) == run:
@@ -254,8 +255,8 @@ def _mine(args, beam_args: List[str]) -> int:
     if args.dump:
         config = dataclasses.replace(config, input=tuple(_download(args))).with_absolute_paths()
     segments = list_segments(config.input)
-    _prepare_output(config.output, {"config": config.to_json(), "segments": segments}, args.overwrite)
-    return _run_once(config.output, lambda: run(config, segments, beam_args))
+    _prepare_output(config.layout, {"config": config.to_json(), "segments": segments}, args.overwrite)
+    return _run_once(config.layout, lambda: run(config, segments, beam_args))
 
 
 def _sample(args) -> int:

@@ -15,7 +15,7 @@ from filters.stage import Stage
 from lid.model import LanguageFilter, LidConfig
 from toolkit import storage
 from toolkit.cli import flag, parse_size
-from toolkit.corpus import OUTPUT_FORMATS
+from toolkit.corpus import OUTPUT_FORMATS, Layout
 
 NEAR_DEDUP_MODES = ("off", "minhash")
 
@@ -86,6 +86,11 @@ class MineConfig:
         after: List[Stage] = [PerplexityScorer(self.lm_dir, self.perplexity)] if self.lm_dir else []
         return before, after
 
+    @property
+    def layout(self) -> Layout:
+        """What the job writes where, under ``output``: the job's one ``Layout``."""
+        return Layout(self.output)
+
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -106,6 +111,11 @@ class ImportConfig:
         return dataclasses.replace(
             self, input=tuple(storage.absolute(pattern) for pattern in self.input), output=storage.absolute(self.output)
         )
+
+    @property
+    def layout(self) -> Layout:
+        """What the job writes where, under ``output``: the job's one ``Layout``."""
+        return Layout(self.output)
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

@@ -16,10 +16,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
-from ccnet_pipeline.near_dedup import NEAR_DUPLICATE, NearDedup
-from ccnet_pipeline.near_dedup import STAGE as NEAR_DEDUP_STAGE
 from ccnet_pipeline.stats import job_stats, sum_counters
-from ccnet_pipeline.transforms import (
+from ccnet_pipeline.steps.batches import (
     BAD,
     COUNTERS,
     DROPPED,
@@ -31,14 +29,15 @@ from ccnet_pipeline.transforms import (
     PARTITIONS,
     PERPLEXITIES,
     SEEN,
-    ApplyStage,
-    CommitSegments,
-    ComputeCutoffs,
-    Deduplicate,
-    ImportCcnet,
-    ReadPerplexities,
-    WriteShards,
 )
+from ccnet_pipeline.steps.commit import CommitSegments
+from ccnet_pipeline.steps.cutoffs import ComputeCutoffs, ReadPerplexities
+from ccnet_pipeline.steps.dedup import Deduplicate
+from ccnet_pipeline.steps.import_ccnet import ImportCcnet
+from ccnet_pipeline.steps.near_dedup import NEAR_DUPLICATE, NearDedup
+from ccnet_pipeline.steps.near_dedup import STAGE as NEAR_DEDUP_STAGE
+from ccnet_pipeline.steps.stage import ApplyStage
+from ccnet_pipeline.steps.write import WriteShards
 from filters.dedup import MinLength
 from filters.document import segment_names
 from filters.perplexity import BucketConfig, Cutoffs, available_languages, format_cutoffs, read_cutoffs
@@ -112,7 +111,7 @@ def build(
 ) -> None:
     """Add the mine job to ``pipeline``; ``committed`` holds the markers of segments an earlier
     run committed, which are read back instead of mined again."""
-    layout = Layout(config.output)
+    layout = config.layout
     indexed = list(enumerate(zip(segments, segment_names(segments))))
     every = pipeline | "Segments" >> beam.Create(indexed)
     to_mine = pipeline | "SegmentsToMine" >> beam.Create([s for s in indexed if s[0] not in committed])
@@ -163,7 +162,7 @@ def build(
         | "WriteManifestAndStats"
         >> beam.Map(
             write_manifest_and_stats,
-            config.output,
+            layout,
             config.output_format,
             config.to_json(),
             options,
@@ -173,10 +172,10 @@ def build(
     )
 
 
-def committed_segments(output: str, segments: Sequence[str]) -> Dict[int, Dict]:
+def committed_segments(layout: Layout, segments: Sequence[str]) -> Dict[int, Dict]:
     """The markers of segments committed by an earlier run of this job, by segment index."""
     markers = {}
-    for path in storage.match(Layout(output).markers):
+    for path in storage.match(layout.markers):
         marker = storage.read_json(path)
         if marker["index"] < len(segments) and segments[marker["index"]] == marker["path"]:
             markers[marker["index"]] = marker
@@ -199,7 +198,7 @@ def cutoffs_used(cutoffs: Cutoffs, buckets: BucketConfig) -> Dict[str, Dict[str,
 
 def write_manifest_and_stats(
     summaries: List[Dict],
-    output: str,
+    layout: Layout,
     output_format: str,
     config: Dict,
     options: Dict,
@@ -209,9 +208,9 @@ def write_manifest_and_stats(
     """OUT/stats.json (every counter, from the committed segments and the written files) and
     OUT/manifest.json (``CorpusManifest``): every file, the perplexity cutoffs used and the
     exact config that produced them."""
-    storage.write_json(Layout(output).stats, job_stats(counters, summaries))
+    storage.write_json(layout.stats, job_stats(counters, summaries))
     files = [ShardEntry(**summary) for summary in summaries]
-    CorpusManifest(output_format, files, cutoffs, config, options).write(output)
+    CorpusManifest(output_format, files, cutoffs, config, options).write(layout.root)
 
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
@@ -229,7 +228,7 @@ def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -
     resuming after the segments an earlier run committed; returns the stats it wrote (None
     after a dry run, which translates the job and runs nothing)."""
     execute(config, segments, beam_args)
-    return None if dry_run(pipeline_options(beam_args)) else storage.read_json(Layout(config.output).stats)
+    return None if dry_run(pipeline_options(beam_args)) else storage.read_json(config.layout.stats)
 
 
 def execute(
@@ -241,19 +240,19 @@ def execute(
     """``run``, returning Beam's result of the job (its metrics: ``job_counters``); every
     ``progress_seconds`` it prints how far the job got (``progress.reporting``), if that changed."""
     pipeline, options = new_pipeline(beam_args)
-    layout = Layout(config.output)
-    committed = committed_segments(config.output, segments)
+    layout = config.layout
+    committed = committed_segments(layout, segments)
     build(pipeline, config, segments, options, committed)
     logging.info(
         "mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed)
     )
-    hashed = {int(path.rsplit("/", 1)[-1].split(".")[0]) for path in storage.match(layout.hash_files)}
+    hashed = {Layout.segment_of(path) for path in storage.match(layout.hash_files)}
     passes = [
         progress.Pass(HASH_PASS, "hashing", tuple(i for i in range(len(segments)) if i not in hashed)),
         progress.Pass(FILTER_PASS, "filtering", tuple(i for i in range(len(segments)) if i not in committed)),
     ]
-    report = progress.reporting(config.output, segments, passes, count_commits=True, seconds=progress_seconds)
-    return finish(pipeline, config.output, report)
+    report = progress.reporting(layout, segments, passes, count_commits=True, seconds=progress_seconds)
+    return finish(pipeline, layout, report)
 
 
 def new_pipeline(beam_args: Sequence[str]):
@@ -279,15 +278,15 @@ def local_runner(options: Dict):
     )
 
 
-def finish(pipeline: beam.Pipeline, output: str, watch=None):
+def finish(pipeline: beam.Pipeline, layout: Layout, watch=None):
     """Run ``pipeline`` to its end (inside the context manager ``watch``, if any), then mark
-    ``output`` complete; Beam's result."""
+    the job's output complete; Beam's result."""
     dry = dry_run(pipeline.options)
     with (None if dry else watch) or contextlib.nullcontext():
         result = pipeline.run()
         result.wait_until_finish()
     if not dry:  # a dry run ran nothing: nothing to mark complete
-        mark_complete(output)
+        mark_complete(layout)
     return result
 
 
@@ -317,7 +316,7 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
     converted = (
         pipeline
         | "Files" >> beam.Create(list(enumerate(zip(files, segment_names(files)))))
-        | "ImportCcnet" >> ImportCcnet(Layout(config.output))
+        | "ImportCcnet" >> ImportCcnet(config.layout)
     )
     (
         converted[KEPT]
@@ -325,7 +324,7 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
         | "WriteManifestAndStats"
         >> beam.Map(
             write_manifest_and_stats,
-            config.output,
+            config.layout,
             "parquet",
             config.to_json(),
             options,
@@ -333,17 +332,16 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
             beam.pvalue.AsSingleton(converted[COUNTERS] | "SumCounters" >> beam.CombineGlobally(sum_counters)),
         )
     )
-    finish(pipeline, config.output, progress.reporting(config.output, files, passes, prefix="import-ccnet"))
-    return None if dry_run(pipeline.options) else storage.read_json(Layout(config.output).stats)
+    finish(pipeline, config.layout, progress.reporting(config.layout, files, passes, prefix="import-ccnet"))
+    return None if dry_run(pipeline.options) else storage.read_json(config.layout.stats)
 
 
-def is_complete(output: str) -> bool:
-    return storage.exists(Layout(output).complete)
+def is_complete(layout: Layout) -> bool:
+    return storage.exists(layout.complete)
 
 
-def mark_complete(output: str) -> None:
+def mark_complete(layout: Layout) -> None:
     """Drop the committed intermediates (the shards hold the documents now) and mark the job
     done, so that running the same command again changes nothing."""
-    layout = Layout(output)
     storage.delete([path for pattern in layout.intermediates for path in storage.match(pattern, temporaries=True)])
     storage.write_bytes(layout.complete, b"complete\n")

@@ -70,7 +70,7 @@ def read_passes(layout: Layout, cache: Dict[str, Dict], now: float) -> Dict[str,
     no longer change, so that each poll reads only the files in flight."""
     passes: Dict[str, PassState] = {}
     for path in storage.match(layout.progress_files):
-        name = path.rsplit("/", 1)[-1]
+        name = path.rsplit("/", 1)[-1]  # the cache's key
         record = cache.get(name)
         if record is None:
             try:
@@ -79,7 +79,7 @@ def read_passes(layout: Layout, cache: Dict[str, Dict], now: float) -> Dict[str,
                 continue
             if record["done"]:
                 cache[name] = record
-        pass_name, index = name[: -len(".json")].rsplit("-", 1)
+        pass_name, index = Layout.progress_of(path)
         state = passes.setdefault(pass_name, PassState())
         state.files += record["done"]
         state.bytes += record["bytes"]
@@ -87,7 +87,7 @@ def read_passes(layout: Layout, cache: Dict[str, Dict], now: float) -> Dict[str,
         state.started = min(state.started or record["started"], record["started"])
         state.updated = max(state.updated, record["updated"])
         if not record["done"] and now - record["updated"] >= STALL_SECONDS:
-            state.stalled += ((int(index), int(now - record["updated"])),)
+            state.stalled += ((index, int(now - record["updated"])),)
     return passes
 
 
@@ -165,7 +165,7 @@ def progress_lines(
 
 @contextlib.contextmanager
 def reporting(
-    output: str,
+    layout: Layout,
     segments: Sequence[str],
     passes: Sequence[Pass],
     count_commits: bool = False,
@@ -176,7 +176,7 @@ def reporting(
     job moved: each of ``passes`` over the input files ``segments`` as far as it got and, with
     ``count_commits``, the segments committed (by this run or an earlier one); and once a line
     for each file that stalled. Only the driver reads; the job never waits for it."""
-    layout, stop, started = Layout(output), threading.Event(), time.monotonic()
+    stop, started = threading.Event(), time.monotonic()
 
     def say(message: str) -> None:
         print(f"{prefix}: {message}", file=sys.stderr, flush=True)

@@ -200,6 +200,16 @@ def _bad_records(rng: random.Random, filename: str) -> List[bytes]:
     ]
 
 
+def letters(number: int) -> str:
+    """0 -> "a", 25 -> "z", 26 -> "ba": a counter that dedup's digit folding cannot merge."""
+    word = ""
+    while True:
+        number, rest = divmod(number, 26)
+        word = chr(ord("a") + rest) + word
+        if number == 0:
+            return word
+
+
 def generate_sample(output: str, config: SampleConfig = SampleConfig()) -> List[str]:
     """Write the sample as ``output/CC-SAMPLE-<n>.warc.wet.gz``; returns the paths."""
     os.makedirs(output, exist_ok=True)

@@ -69,8 +69,8 @@ class ShardWriter:
     Parquet row groups, or as CCNet's gzip JSON lines) under temporary names that are all
     renamed when the ``with`` block ends without an error. ``summaries`` lists the files."""
 
-    def __init__(self, output: str, shard: int, output_format: str = "parquet"):
-        self.layout = Layout(output)
+    def __init__(self, layout: Layout, shard: int, output_format: str = "parquet"):
+        self.layout = layout
         self.shard = shard
         self.output_format = output_format
         self.files: Dict[Tuple[str, str], Dict] = {}

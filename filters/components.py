@@ -21,7 +21,7 @@ step is a ``Step`` run in three phases, each over a bounded share of the data:
 3. ``finish``: a place's chunks, merged, and the answers to its requests give the step's result.
 
 ``run_in_memory`` plays the three phases over all places in one process, as a test or a bench
-does; the mine job runs them on Beam (``ccnet_pipeline.near_dedup``).
+does; the mine job runs them on Beam (``ccnet_pipeline.steps.near_dedup``).
 """
 
 from __future__ import annotations

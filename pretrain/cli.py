@@ -34,9 +34,10 @@ from typing import Dict, List, Optional
 
 from pretrain.adapters import ADAPTER_PRESETS, AdapterConfig, adapter_config
 from pretrain.distill import DistillConfig
-from pretrain.finetune import FINETUNE_PRESETS, ExamplesConfig, FinetuneConfig, FinetuneJob, FinetuningRun
+from pretrain.finetune import FINETUNE_PRESETS, FinetuneConfig, FinetuneJob, FinetuningRun
 from pretrain.model import MODEL_PRESETS
 from pretrain.run_dir import RunDir, resumed_fields
+from pretrain.tasks import ExamplesConfig
 from pretrain.train import TRAIN_PRESETS, AdapterStart, PretrainingRun, TrainConfig, train_config
 from toolkit.cli import add_config_arguments, build_config, given, run_cli
 
@@ -289,9 +290,10 @@ def _evaluate_parser(sub) -> None:
 
 def _evaluate(args) -> int:
     from pretrain import evaluate
-    from pretrain.finetune import HEAD, load_classifier, metric_of
+    from pretrain.finetune import load_classifier
     from pretrain.hub import from_pretrained
     from pretrain.model import head_kind
+    from pretrain.tasks import HEAD, metric_of
 
     if args.evaluation == "sib200":
         return _sib200(args)

@@ -12,20 +12,10 @@ import torch
 import torch.nn.functional as F
 
 from pretrain.adapter_files import adapter_folder, load_adapter
-from pretrain.finetune import (
-    HEAD,
-    TASK_ADAPTER,
-    FinetuneConfig,
-    check_labels,
-    collate,
-    encode_rows,
-    evaluate,
-    head_kind_of,
-    labels_of,
-    read_examples,
-)
+from pretrain.finetune import TASK_ADAPTER, FinetuneConfig, evaluate, labels_of
 from pretrain.hub import XLMRHub
 from pretrain.model import head_kind
+from pretrain.tasks import HEAD, check_labels, collate, encode_rows, head_kind_of, read_examples
 from toolkit import storage
 
 
@@ -130,7 +120,9 @@ def classification_scores(
     for name, path in tests.items():
         examples = read_examples(path, config)
         check_labels(path, examples, labels, "labels the classifier does not know")
-        rows = encode_rows(hub.tokenizer, examples, labels, config, hub.model.config.max_tokens)
+        rows = encode_rows(
+            hub.tokenizer, examples, labels, config.task, min(config.max_length, hub.model.config.max_tokens)
+        )
         if name in language_adapters:
             swapped = load_adapter(hub.model, adapter_folder(language_adapters[name]), f"language-{name}")
             hub.model.set_active_adapters(swapped, TASK_ADAPTER)

@@ -22,9 +22,10 @@ from pretrain.evaluate import (
     sentence_embeddings,
     write_scores,
 )
-from pretrain.finetune import FinetuneConfig, FinetuneJob, finetune, finetuning_run, read_rows
+from pretrain.finetune import FinetuneConfig, FinetuneJob, finetune, finetuning_run
 from pretrain.hub import from_pretrained
 from pretrain.run_dir import RunDir
+from pretrain.tasks import read_rows
 from toolkit import storage
 
 SOURCE = "eng_Latn"  # the fine-tuning language, as XTREME's zero-shot setting has it

@@ -312,7 +312,7 @@ class Fixtures:
     def _corpus(self, out: Path) -> None:
         """Four languages in three buckets, as the mine job writes a corpus (real sentences)."""
         from filters.document import make_document
-        from tests.helpers import TEXT, letters, write_corpus
+        from tests.support.helpers import TEXT, letters, write_corpus
 
         rng = random.Random(0)
         shards = {}

@@ -14,7 +14,7 @@ Paths work on the local disk and on any Beam file system (``toolkit.storage``).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from toolkit import storage
 
@@ -90,6 +90,17 @@ class Layout:
     @property
     def progress_files(self) -> str:
         return storage.join(self.work, "progress", "*.json")
+
+    @staticmethod
+    def segment_of(path: str) -> int:
+        """The segment a per-segment file under ``_work/`` is named after (``…/00012.npy``: 12)."""
+        return int(path.rsplit("/", 1)[-1].split(".")[0])
+
+    @staticmethod
+    def progress_of(path: str) -> Tuple[str, int]:
+        """(pass name, segment) of a progress file (``…/hash-00012.json``)."""
+        pass_name, segment = path.rsplit("/", 1)[-1][: -len(".json")].rsplit("-", 1)
+        return pass_name, int(segment)
 
     @property
     def intermediates(self) -> List[str]:

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ccnet_pipeline.cli import UsageError, _mine_parser, beam_parser, check_beam_args, main
-from tests.helpers import page, paragraphs, write_wet_file
+from tests.support.helpers import page, paragraphs, write_wet_file
 
 
 @pytest.fixture(scope="module")

@@ -61,7 +61,7 @@ def test_reporting_prints_a_line_when_progress_changes(tmp_path, capsys):
     layout = Layout(str(tmp_path))
     segments = [str(tmp_path / "a.warc.wet.gz")]
     (tmp_path / "a.warc.wet.gz").write_bytes(b"x" * 1000)
-    with progress.reporting(str(tmp_path), segments, [Pass("hash", "hashing", (0,))], seconds=0.05):
+    with progress.reporting(Layout(str(tmp_path)), segments, [Pass("hash", "hashing", (0,))], seconds=0.05):
         time.sleep(0.2)
         segment = SegmentProgress(layout, "hash", 0)
         segment.update(500, 5)

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from ccnet_pipeline.cli import main
-from tests.helpers import SHARED_PREFIX as PREFIX
-from tests.helpers import page, paragraphs, write_wet_file
+from tests.support.helpers import SHARED_PREFIX as PREFIX
+from tests.support.helpers import page, paragraphs, write_wet_file
 from toolkit.storage import localize
 
 

@@ -11,21 +11,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from ccnet_pipeline.transforms import (
-    BAD,
-    COMMITTED_SCHEMA,
-    DROPPED,
-    KEPT,
-    PERPLEXITIES,
-    SEEN,
-    ApplyStage,
-    CommitSegments,
-    ComputeCutoffs,
-    Deduplicate,
-    WriteShards,
-    pack_segments,
-    write_committed,
-)
+from ccnet_pipeline.steps.batches import BAD, DROPPED, KEPT, PERPLEXITIES, SEEN
+from ccnet_pipeline.steps.commit import COMMITTED_SCHEMA, CommitSegments, write_committed
+from ccnet_pipeline.steps.cutoffs import ComputeCutoffs
+from ccnet_pipeline.steps.dedup import Deduplicate
+from ccnet_pipeline.steps.stage import ApplyStage
+from ccnet_pipeline.steps.write import WriteShards, pack_segments
 from ccnet_pipeline.wet import BadRecord, ReadConfig
 from ccnet_pipeline.wet_writer import raw_record
 from filters.dedup import DedupConfig
@@ -33,7 +24,7 @@ from filters.document import ARROW_SCHEMA, make_document
 from filters.perplexity import PERCENTILES, BucketConfig, PerplexityScorer
 from filters.quality import QualityConfig, QualityFilter
 from lid.model import LanguageFilter, LidConfig
-from tests.helpers import TEXT, page, write_wet_file
+from tests.support.helpers import TEXT, page, write_wet_file
 from toolkit import storage
 from toolkit.corpus import Layout, read_parquet_where
 

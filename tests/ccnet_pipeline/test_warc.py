@@ -6,10 +6,10 @@ import json
 import pytest
 
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.html import charset_of, html_to_text
 from ccnet_pipeline.wet import BadRecord, read_segment
+from ccnet_pipeline.wet.html import charset_of, html_to_text
 from ccnet_pipeline.wet_writer import raw_record
-from tests.helpers import SHARED_DATA
+from tests.support.helpers import SHARED_DATA
 
 RUSSIAN = "Деревенская библиотека открывается каждое утро в девять часов и закрывается поздно по четвергам."
 CHINESE = "村里的图书馆每天早上九点开门，星期四很晚才关门，志愿者给孩子们读故事。"

@@ -7,7 +7,7 @@ import pytest
 
 from ccnet_pipeline.wet import BadRecord, read_segment
 from ccnet_pipeline.wet_writer import raw_record, write_wet
-from tests.helpers import SHARED_DATA, letters, page, paragraphs
+from tests.support.helpers import SHARED_DATA, letters, page, paragraphs
 
 
 def _wet_bytes(items, name="test.warc.wet.gz"):

@@ -59,7 +59,7 @@ def test_a_long_chain_converges_and_the_earliest_document_leads():
 def test_a_chain_longer_than_the_cap_keeps_extra_documents_and_loses_none():
     """Past ``--minhash-rounds``: every dropped document points to a smaller one of its chain, the
     earliest stays, a few others stay too, and the counters say the cap was reached."""
-    from ccnet_pipeline.near_dedup import round_counters
+    from ccnet_pipeline.steps.near_dedup import round_counters
 
     ids = (np.random.default_rng(1).permutation(1024) + 1).astype(np.int64) * 7  # a chain in random order
     found, changes = run_rounds(ids[1:], ids[:-1], partitions=3, rounds=3)

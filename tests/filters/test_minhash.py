@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import filters.minhash as minhash
+from ccnet_pipeline.near_duplicate_sample import after_line_dedup, generate, true_pairs
 from filters.minhash import (
     EMPTY,
     MinHashConfig,
@@ -24,8 +25,7 @@ from filters.minhash import (
     token_hashes,
     tokens,
 )
-from tests.helpers import TEXT, letters
-from tests.near_duplicates import after_line_dedup, generate, true_pairs
+from tests.support.helpers import TEXT, letters
 from toolkit.cli import add_config_arguments, build_config, given
 
 CONFIG = MinHashConfig()

@@ -16,7 +16,7 @@ from filters.normalize import (
     normalize_for_lm,
     normalize_lines_for_lm,
 )
-from tests.helpers import SHARED_DATA
+from tests.support.helpers import SHARED_DATA
 
 # Literal outputs of CCNet's own code (cc_net/text_normalizer.py at facebookresearch/cc_net bda555b),
 # computed outside the project: normalize_for_dedup must give exactly these.
@@ -249,7 +249,7 @@ def test_normalize_for_lm_leaves_hangul_decomposed_as_ccnet():
 
 def test_vectorized_lm_normalization_equals_line_by_line():
     from ccnet_pipeline.sample import SampleConfig, generate_pages
-    from tests.helpers import TEXT
+    from tests.support.helpers import TEXT
 
     pages = [
         p.text for segment in generate_pages(SampleConfig(segments=1, docs_per_segment=300, seed=2)) for p in segment
@@ -261,7 +261,7 @@ def test_vectorized_lm_normalization_equals_line_by_line():
 
 def test_dedup_keys_equal_line_by_line_normalization():
     from ccnet_pipeline.sample import SampleConfig, generate_pages
-    from tests.helpers import TEXT
+    from tests.support.helpers import TEXT
 
     pages = [
         p.text for segment in generate_pages(SampleConfig(segments=1, docs_per_segment=300, seed=2)) for p in segment

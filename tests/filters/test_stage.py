@@ -8,7 +8,7 @@ from filters.perplexity import PerplexityScorer
 from filters.quality import QualityConfig, QualityFilter
 from filters.stage import apply_stages, reason_stages
 from lid.model import LanguageFilter, LidConfig
-from tests.helpers import TEXT
+from tests.support.helpers import TEXT
 
 
 def doc(text):

@@ -1,5 +1,5 @@
 """Bad input at scale (issue 27's fuzzing campaign, kept): every kind of broken record and file
-that ``tests/bad_inputs.py`` generates, mixed with good documents, in one job run as a user runs
+that ``tests/support/bad_inputs.py`` generates, mixed with good documents, in one job run as a user runs
 it. The job ends (no hang), counts each bad record once by its kind and quarantines it, and keeps
 every good document."""
 
@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from ccnet_pipeline.cli import main
-from tests.bad_inputs import KINDS, MAX_RECORD_BYTES, write_inputs
-from tests.helpers import SHARED_DATA
+from tests.support.bad_inputs import KINDS, MAX_RECORD_BYTES, write_inputs
+from tests.support.helpers import SHARED_DATA
 
 
 @pytest.fixture(scope="module")

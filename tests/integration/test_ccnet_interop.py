@@ -12,7 +12,7 @@ from ccnet_pipeline.ccnet_json import CCNET_FIELDS, from_ccnet
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from sampling import MultilingualSampler
-from tests.helpers import SHARED_DATA
+from tests.support.helpers import SHARED_DATA
 
 DOLMA_SAMPLE = SHARED_DATA / "ccnet-output" / "cc_en_head-0091.jsonl.gz"
 

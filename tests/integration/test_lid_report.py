@@ -11,7 +11,7 @@ from ccnet_pipeline import report
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from lid.model import SHIPPED_THRESHOLDS, read_thresholds
-from tests.helpers import TEXT, page, write_wet_file
+from tests.support.helpers import TEXT, page, write_wet_file
 
 LANGS = "en,de,fr,es,ru,zh,ar,hi,ja,vi,ur,is"
 

@@ -13,7 +13,7 @@ import pytest
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from ccnet_pipeline.wet_writer import raw_record
-from tests.helpers import SHARED_DATA, page, paragraphs, write_fasttext_model, write_wet_file
+from tests.support.helpers import SHARED_DATA, page, paragraphs, write_fasttext_model, write_wet_file
 
 BOILERPLATE = ["Home | News | Sport | Contact", "Cookies help us deliver our services. Accept"]
 

@@ -58,13 +58,13 @@ def test_portable_runner_with_staged_workers_gives_the_fnapirunner_output(
     manifest = json.loads((tmp_path / "portable" / "manifest.json").read_text())
     assert manifest["pipeline_options"]["runner"] == "PortableRunner"
     # the workers ran the project that the job staged, installed into their own environment
-    assert installed_copy(folder) == (ROOT / "ccnet_pipeline" / "transforms.py").read_bytes()
+    assert installed_copy(folder) == (ROOT / "ccnet_pipeline" / "steps" / "dedup.py").read_bytes()
     log = pool_log(folder)
     assert "boot: " in log and ("workflow.tar.gz" if kind == "setup_file" else ".whl") in log
 
 
 def test_near_dedup_on_the_portable_runner_gives_the_fnapirunner_output(services, tmp_path, monkeypatch):
-    from tests.near_duplicates import LANGUAGES, generate, write_wet
+    from ccnet_pipeline.near_duplicate_sample import LANGUAGES, generate, write_wet
 
     folder, endpoints = services
     write_wet(tmp_path / "wet", generate(seed=0, groups_per_kind=1))

@@ -109,8 +109,8 @@ def test_process_workers_booting_from_the_staged_wheel_give_the_fnapirunner_outp
     argv += ["--langs", LANGS, "--lm-dir", str(lm_dir), "--keep-dropped", *endpoint, *process_environment(command)]
     assert main([*argv, *staging("extra_package", tmp_path)]) == 0
     assert contents(tmp_path / "corpus") == reference[0]
-    installed = tmp_path.glob("worker-env/lib/python*/site-packages/ccnet_pipeline/transforms.py")
-    assert next(installed).read_bytes() == (ROOT / "ccnet_pipeline" / "transforms.py").read_bytes()
+    installed = tmp_path.glob("worker-env/lib/python*/site-packages/ccnet_pipeline/steps/dedup.py")
+    assert next(installed).read_bytes() == (ROOT / "ccnet_pipeline" / "steps" / "dedup.py").read_bytes()
 
 
 def test_a_launcher_killed_mid_job_resumes_from_the_committed_segments(spark, wet, lm_dir, reference, tmp_path):
@@ -126,7 +126,7 @@ def test_a_launcher_killed_mid_job_resumes_from_the_committed_segments(spark, we
         os.killpg(launcher.pid, signal.SIGKILL)  # the launcher and its LOOPBACK SDK workers
         launcher.wait()
     segments = list_segments(job.input)
-    committed = committed_segments(str(output), segments)
+    committed = committed_segments(job.layout, segments)
     assert committed and not (output / "stats.json").exists()  # killed mid-job
     # Spark runs one job at a time; the job service keeps listing the killed job as RUNNING
     ui = spark.services.get("spark-master").ports["ui"]

@@ -16,7 +16,7 @@ from lid.calibrate import (
 )
 from lid.languages import XLMR_CODES
 from lid.model import SHIPPED_THRESHOLDS, LanguageIdentifier, read_thresholds, write_thresholds
-from tests.helpers import SHARED_DATA, TEXT
+from tests.support.helpers import SHARED_DATA, TEXT
 
 
 def predictions(language, scored):

@@ -3,7 +3,7 @@ import pytest
 from filters.document import make_document
 from lid.languages import languages_without_label
 from lid.model import SHIPPED_THRESHOLDS, LanguageFilter, LanguageIdentifier, LidConfig, read_thresholds
-from tests.helpers import TEXT, write_fasttext_model
+from tests.support.helpers import TEXT, write_fasttext_model
 
 
 def test_real_lid176_identifies_documents(lid_model):

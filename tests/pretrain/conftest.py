@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from filters.document import make_document
-from tests.helpers import write_corpus
+from tests.support.helpers import write_corpus
 from tests.tokenizer.conftest import SCRIPTS, train_sentencepiece
 from tokenizer.pack import PackConfig, pack_corpus
 

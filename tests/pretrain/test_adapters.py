@@ -302,7 +302,8 @@ def test_evaluate_swaps_the_language_adapter_per_test_set(trained_run, task, lan
     assert main([*argv, *tests, "--language-adapter", f"swapped={language_adapters['ru']}"]) == 0
     scores = dict(line.split(",")[:2] for line in (tmp_path / "eval" / "scores.csv").read_text().splitlines()[1:])
     assert float(scores["same"]) == pytest.approx(results["test"][task["test"]]["accuracy"], abs=1e-4)
-    from pretrain.finetune import FinetuneConfig, encode_rows, evaluate, load_classifier, read_examples
+    from pretrain.finetune import FinetuneConfig, evaluate, load_classifier
+    from pretrain.tasks import encode_rows, read_examples
 
     hub = load_classifier(str(tmp_path / "ft"))
     ids = hub.encode("αβγ δεζ")[None]
@@ -312,7 +313,9 @@ def test_evaluate_swaps_the_language_adapter_per_test_set(trained_run, task, lan
     assert not torch.allclose(hub.model.classify(ids, "classifier"), trained)  # the swap changes what is computed
     config = FinetuneConfig()
     examples = read_examples(task["test"], config)
-    rows = encode_rows(hub.tokenizer, examples, results["labels"], config, hub.model.config.max_tokens)
+    rows = encode_rows(
+        hub.tokenizer, examples, results["labels"], config.task, min(config.max_length, hub.model.config.max_tokens)
+    )
     _, swapped = evaluate(hub.model, examples, rows, results["labels"], config, "cpu")
     assert float(scores["swapped"]) == pytest.approx(swapped, abs=1e-4)
     assert main([*argv, *tests, "--language-adapter", "nowhere=x"]) == 2

@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import load_file
 
 from pretrain.cli import main
-from pretrain.finetune import Example, encode
+from pretrain.tasks import Example, encode
 from tests.pretrain.conftest import run_finetune as finetune
 from tests.tokenizer.conftest import SCRIPTS
 from tokenizer.xlmr import XLMRTokenizer

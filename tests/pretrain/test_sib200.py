@@ -10,8 +10,8 @@ import pytest
 from pretrain import plot
 from pretrain.cli import main
 from pretrain.sib200 import language_folders, parallel_texts
-from tests.helpers import SHARED_DATA
 from tests.pretrain.conftest import WORDS
+from tests.support.helpers import SHARED_DATA
 
 SIB200 = SHARED_DATA / "eval" / "sib-200"
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from pretrain.cli import main
-from pretrain.finetune import FinetuneConfig, encode_words, read_examples
+from pretrain.finetune import FinetuneConfig
+from pretrain.tasks import encode_words, read_examples
 from tests.pretrain.conftest import run_finetune as finetune
 from tokenizer.xlmr import XLMRTokenizer
 

@@ -5,7 +5,7 @@ import pytest
 
 from filters.document import make_document
 from sampling import MixtureConfig, MultilingualSampler, language_probs
-from tests.helpers import write_corpus
+from tests.support.helpers import write_corpus
 
 SIZES = {"en": 3000, "fr": 300, "sw": 30}
 

@@ -100,7 +100,7 @@ def contents(output: Path) -> Dict[str, str]:
     return files
 
 
-def installed_copy(folder: Path, module: str = "ccnet_pipeline/transforms.py") -> bytes:
+def installed_copy(folder: Path, module: str = "ccnet_pipeline/steps/dedup.py") -> bytes:
     """The file of the project the workers' environment installed from the staged package."""
     (installed,) = (folder / "worker-env").glob(f"lib/python*/site-packages/{module}")
     return installed.read_bytes()

@@ -4,7 +4,7 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from tests.helpers import write_corpus
+from tests.support.helpers import write_corpus
 from tests.tokenizer.conftest import SCRIPTS
 from tokenizer.pack import PackConfig, PackedManifest, document_ids, pack_blocks, pack_corpus
 from tokenizer.xlmr import BOS, EOS, XLMRTokenizer

@@ -1,7 +1,7 @@
 import pytest
 import sentencepiece
 
-from tests.helpers import write_corpus
+from tests.support.helpers import write_corpus
 from tests.tokenizer.conftest import SCRIPTS
 from tokenizer import XLMRTokenizer
 from tokenizer.__main__ import main as tokenizer_main
@@ -97,7 +97,7 @@ def _xlmr_model():
     ../shared/data/xlmr/sentencepiece.bpe.model); it cannot be downloaded offline."""
     import os
 
-    from tests.helpers import SHARED_DATA
+    from tests.support.helpers import SHARED_DATA
 
     for path in (os.environ.get("XLMR_SENTENCEPIECE", ""), str(SHARED_DATA / "xlmr" / "sentencepiece.bpe.model")):
         if path and os.path.isfile(path):

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.helpers import SHARED_PREFIX
+from tests.support.helpers import SHARED_PREFIX
 from toolkit import storage
 
 

@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
+from ccnet_pipeline import wet_writer
 from ccnet_pipeline.wet_writer import WetPage
 from filters.dedup import (
     find_duplicated_hashes,
@@ -43,7 +44,7 @@ from filters.dedup import (
     summarize_segment,
 )
 from filters.minhash import by_characters, jaccard, shingles
-from tests.helpers import write_wet_file
+from toolkit import storage
 
 LANGUAGES = ("en", "fr", "de", "es", "ru", "zh", "ja")
 NEAR_KINDS = ("reflow", "edit", "boilerplate", "reorder", "template")
@@ -261,7 +262,11 @@ def write_wet(folder: Union[str, Path], docs: Sequence[Dict], segments: int = 3)
     """The documents as CommonCrawl WET files ``seg-N.warc.wet.gz``, document i in segment
     i mod ``segments`` (so that a group spreads over segments)."""
     pages = [WetPage(doc["url"], "2019-02-16T04:15:08Z", doc["title"], doc["text"]) for doc in docs]
-    return [
-        write_wet_file(Path(folder) / f"seg-{segment}.warc.wet.gz", pages[segment::segments])
-        for segment in range(segments)
-    ]
+    paths = []
+    for segment in range(segments):
+        path = Path(folder) / f"seg-{segment}.warc.wet.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with storage.atomic_write(str(path)) as stream:
+            wet_writer.write_wet(stream, pages[segment::segments], path.name)
+        paths.append(path)
+    return paths

@@ -10,9 +10,10 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from ccnet_pipeline.sample import letters
 from ccnet_pipeline.wet_writer import WetPage, write_wet
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 # Real sentences (written for these tests), long enough for confident language ID.
 TEXT = {
@@ -37,16 +38,6 @@ def paragraphs(language: str, count: int, tag: str) -> str:
     """``count`` distinct lines of one language; ``tag`` (letters: dedup maps digits to 0)
     makes them unique to one document."""
     return "\n".join(f"{TEXT[language]} ({tag}, paragraph {letters(i)})" for i in range(count))
-
-
-def letters(number: int) -> str:
-    """0 -> "a", 25 -> "z", 26 -> "ba": a counter that dedup's digit folding cannot merge."""
-    word = ""
-    while True:
-        number, rest = divmod(number, 26)
-        word = chr(ord("a") + rest) + word
-        if number == 0:
-            return word
 
 
 def page(number: int, text: str, title: str = "A title") -> WetPage:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 from ccnet_pipeline.wet_writer import raw_record
-from tests.helpers import letters, paragraphs
+from tests.support.helpers import letters, paragraphs
 
 MAX_RECORD_BYTES = 200_000  # the job's --max-record-bytes: records over it are skipped
 DATE = "2019-02-16T04:15:08Z"

@@ -37,7 +37,7 @@ from typing import Dict, Iterable, Tuple
 import apache_beam as beam
 import numpy as np
 
-from ccnet_pipeline.transforms import DROPPED, KEPT, PROGRESS, Batch, counter
+from ccnet_pipeline.steps.batches import DROPPED, KEPT, PROGRESS, Batch, counter
 from filters import components
 from filters.dedup import partitions_for
 from filters.minhash import MinHashConfig, band_keys, estimated_jaccard, signatures
