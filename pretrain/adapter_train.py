@@ -16,10 +16,9 @@ import torch
 
 from pretrain.adapter_files import RUN_ADAPTER_DIR, save_adapter
 from pretrain.adapters import AdapterConfig
-from pretrain.dist import setup, teardown
 from pretrain.hub import load_model
 from pretrain.model import XLMRModel
-from pretrain.run_dir import RunDir
+from pretrain.run_dir import run_session
 from pretrain.train import AdapterStart, MaskedLM, PretrainingRun, TrainConfig, check_data_fits, run_on_blocks
 from tokenizer.pack import PackedManifest
 
@@ -43,10 +42,8 @@ def train_adapter(
 ) -> Dict:
     """Train (or resume) the adapter ``start`` describes on its language's blocks; returns the
     last training and evaluation figures."""
-    manifest, run = PackedManifest.read(data_dir), RunDir(out)
-    resume_from = run.resume_point(resume)
-    dist = setup(device)
-    try:
+    manifest = PackedManifest.read(data_dir)
+    with run_session(out, resume, device) as (run, resume_from, dist):
         torch.manual_seed(config.seed)
         model = base_with_adapter(start.init, start.name, start.config)
         check_data_fits(manifest, model.config)
@@ -56,5 +53,3 @@ def train_adapter(
             save_adapter(model, start.name, run.join(RUN_ADAPTER_DIR), {"language": start.language})
             print(f"wrote {run.join(RUN_ADAPTER_DIR)} (adapter {start.name!r}, {start.language})", flush=True)
         return last
-    finally:
-        teardown()

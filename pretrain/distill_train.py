@@ -19,11 +19,10 @@ from typing import Dict
 import torch
 
 from pretrain import checkpoint
-from pretrain.dist import setup, teardown
 from pretrain.distill import DistillConfig, Distiller
 from pretrain.hub import load_model
 from pretrain.model import ModelConfig, XLMRModel, model_config
-from pretrain.run_dir import RunDir
+from pretrain.run_dir import run_session
 from pretrain.train import DistillStart, PretrainingRun, TrainConfig, check_data_fits, run_on_blocks
 from tokenizer.pack import PackedManifest
 
@@ -58,10 +57,8 @@ def distill(
 ) -> Dict:
     """Distill (or resume distilling) ``teacher`` (a run, a checkpoint or an HF folder) into a
     ``config.model`` student in ``out``; returns the last training and evaluation figures."""
-    manifest, run = PackedManifest.read(data_dir), RunDir(out)
-    resume_from = run.resume_point(resume)
-    dist = setup(device)
-    try:
+    manifest = PackedManifest.read(data_dir)
+    with run_session(out, resume, device) as (run, resume_from, dist):
         teacher_model, _ = load_model(teacher)
         check_data_fits(manifest, teacher_model.config)
         if resume_from:  # the checkpoint's student, whatever the flags say
@@ -79,5 +76,3 @@ def distill(
         start = DistillStart(teacher, losses)
         record = PretrainingRun(config, student_cfg, os.path.abspath(data_dir), distill=start)
         return run_on_blocks(distiller, record, run, dist, resume_from)
-    finally:
-        teardown()

@@ -30,14 +30,14 @@ import torch
 from pretrain import checkpoint
 from pretrain.adapter_files import adapter_folder, load_adapter, save_adapter
 from pretrain.adapters import adapter_config
-from pretrain.dist import Dist, setup, teardown
+from pretrain.dist import Dist
 from pretrain.distill import DistillConfig, Distiller
 from pretrain.export import export_hf, load_hf
 from pretrain.hub import XLMRHub, check_vocabulary, from_pretrained, load_model, load_run
 from pretrain.metrics import entity_scores
 from pretrain.model import ModelConfig, XLMRModel, head_kind, load_weights
 from pretrain.optim import OptimConfig, Optimization, Training, autocast, train_step
-from pretrain.run_dir import CONFIG_FILE, MetricsLog, RunDir
+from pretrain.run_dir import CONFIG_FILE, MetricsLog, RunDir, run_session
 from pretrain.tasks import (
     HEAD,
     IGNORED,
@@ -206,15 +206,10 @@ def finetune(config: FinetuneConfig, job: FinetuneJob, out: str, resume: bool = 
     and the head train on top of that fixed language adapter, everything else frozen. With
     ``job.teacher`` (a fine-tuned classifier of the same task), ``job.init`` is a student
     distilled from it with the ``job.distill`` losses."""
-    run = RunDir(out)
-    resume_from = run.resume_point(resume)
-    dist = setup(device)
-    try:
+    with run_session(out, resume, device) as (run, resume_from, dist):
         if dist.enabled:
             raise ValueError("fine-tuning runs in one process")
         return _finetune(config, job, run, resume_from, dist)
-    finally:
-        teardown()
 
 
 def task_data(config: FinetuneConfig, job: FinetuneJob, tokenizer, max_tokens: int) -> TaskData:

@@ -15,13 +15,15 @@ saved configs but their ``max_steps``, which cut only the run before (``resumed_
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import os
 import re
 import shutil
-from typing import Any, Dict, Optional, Sequence, Type, TypeVar
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Type, TypeVar
 
+from pretrain.dist import Dist, setup, teardown
 from tokenizer.hf import SENTENCEPIECE_NAMES, TOKENIZER_JSON, tokenizer_file
 from toolkit import storage
 from toolkit.cli import from_dict
@@ -116,6 +118,20 @@ class RunDir:
         names = sorted(name for name in os.listdir(root) if _CHECKPOINT.match(name))
         for name in names[:-keep] if keep > 0 else []:
             shutil.rmtree(os.path.join(root, name))
+
+
+@contextlib.contextmanager
+def run_session(out: str, resume: bool, device: str) -> Iterator[Tuple[RunDir, Optional[str], Dist]]:
+    """What every command that trains starts with: its run folder ``out``, the checkpoint it
+    resumes from (``RunDir.resume_point``) and its process group (``dist.setup``), which it
+    leaves when the block ends, however it ends."""
+    run = RunDir(out)
+    resume_from = run.resume_point(resume)
+    dist = setup(device)
+    try:
+        yield run, resume_from, dist
+    finally:
+        teardown()
 
 
 def resumed_fields(saved_config: Any) -> Dict:

@@ -19,12 +19,12 @@ from torch.nn.parallel import DistributedDataParallel
 from pretrain import checkpoint
 from pretrain.adapters import AdapterConfig
 from pretrain.data import BlockStream, collate, heldout_blocks, mask_tokens, masking_generator
-from pretrain.dist import Dist, setup, teardown
+from pretrain.dist import Dist
 from pretrain.distill import DistillConfig
 from pretrain.export import load_hf
 from pretrain.model import MODEL_PRESETS, PAD, ModelConfig, XLMRModel, model_config
 from pretrain.optim import OptimConfig, Optimization, Training, autocast, train_step
-from pretrain.run_dir import MetricsLog, RunDir
+from pretrain.run_dir import MetricsLog, RunDir, run_session
 from sampling import MixtureConfig
 from tokenizer.pack import PackedManifest, sentencepiece_file
 from toolkit.cli import build_config, flag
@@ -201,15 +201,11 @@ def train(
     device: str = "auto",
 ) -> Dict:
     """Train (or resume) a run; returns the last training and evaluation figures."""
-    manifest, run = PackedManifest.read(data_dir), RunDir(out)
-    resume_from = run.resume_point(resume)
-    dist = setup(device)
-    try:
+    manifest = PackedManifest.read(data_dir)
+    with run_session(out, resume, device) as (run, resume_from, dist):
         model = pretraining_model(config, manifest, resume_from, init_from_hf)
         record = PretrainingRun(config, model.config, os.path.abspath(data_dir), init_from_hf)
         return run_on_blocks(MaskedLM(model.to(dist.device)), record, run, dist, resume_from)
-    finally:
-        teardown()
 
 
 def pretraining_model(
