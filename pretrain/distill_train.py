@@ -62,7 +62,7 @@ def distill(
         teacher_model, _ = load_model(teacher)
         check_data_fits(manifest, teacher_model.config)
         if resume_from:  # the checkpoint's student, whatever the flags say
-            student_cfg = ModelConfig(**checkpoint.read_state(resume_from)["model"])
+            student_cfg = checkpoint.read_state(resume_from).model
         else:
             student_cfg = student_config(config.model, teacher_model.config, config.dropout)
         torch.manual_seed(config.seed)

@@ -262,8 +262,8 @@ def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from
     last_step = min(config.max_steps or total, total)
     step, best = 0, {metric: -1.0, "epoch": 0, "stale": 0}
     if resume_from:
-        saved = checkpoint.load(resume_from, dist, training)
-        step, best = saved["step"], saved["best"]
+        saved, _ = checkpoint.load(resume_from, dist, training)
+        step, best = saved.step, saved.best
         if step < last_step and not os.path.exists(os.path.join(resume_from, checkpoint.OPTIMIZER_FILE)):
             raise ValueError(
                 f"{run.path} finished at step {step} and kept no optimizer state: fine-tune anew into another --out"

@@ -121,7 +121,7 @@ def load_run(path: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor], str]:
             f"{path}: no checkpoint: give a run folder, a checkpoint folder, or a Hugging Face folder (config.json,"
             " model.safetensors or pytorch_model.bin, and a tokenizer)"
         )
-    model_cfg = ModelConfig(**checkpoint.read_state(ckpt)["model"])
+    model_cfg = checkpoint.read_state(ckpt).model
     return model_cfg, checkpoint.load_model(ckpt), run.tokenizer
 
 

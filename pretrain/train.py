@@ -215,7 +215,7 @@ def pretraining_model(
     (whatever preset or HF model it started from), an HF model's weights, or a fresh preset."""
     hf_state = None
     if resume_from:
-        model_cfg = ModelConfig(**checkpoint.read_state(resume_from)["model"])
+        model_cfg = checkpoint.read_state(resume_from).model
     elif init_from_hf:
         model_cfg, hf_state = load_hf(init_from_hf)
     else:
@@ -271,9 +271,9 @@ def run_on_blocks(
     blocks = training_blocks(record.data, config, dist, languages)
     start = (0, 0)
     if resume_from:
-        state = checkpoint.load(resume_from, dist, training)
-        blocks.stream.load_state_dict(state["data"])
-        start = (state["step"], state["skipped_steps"])
+        state, data_state = checkpoint.load(resume_from, dist, training)
+        blocks.stream.load_state_dict(data_state)
+        start = (state.step, state.skipped_steps)
     if dist.is_main:
         run.write_record(record)
         tokenizer = PackedManifest.read(record.data).tokenizer
