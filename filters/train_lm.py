@@ -30,9 +30,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths
-from lid.languages import parse_languages
 from toolkit import storage
 from toolkit.cli import add_config_arguments, build_config, flag, given, run_cli
+from toolkit.languages import parse_languages
 
 PROJECT_KENLM_BIN = Path(__file__).resolve().parents[1] / ".kenlm" / "bin"
 

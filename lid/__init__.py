@@ -1,8 +1,9 @@
 """Language identification: XLM-R's language table, fastText LID models and label mapping.
 No Beam here; the pipeline wraps ``LanguageIdentifier``."""
 
-from lid.languages import XLMR_CODES, XLMR_LANGUAGES, map_label, parse_languages
+from lid.languages import map_label
 from lid.model import LanguageIdentifier, LidConfig, default_model_path
+from toolkit.languages import XLMR_CODES, XLMR_LANGUAGES, parse_languages
 
 __all__ = [
     "XLMR_CODES",

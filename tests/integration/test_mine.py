@@ -449,8 +449,8 @@ def test_beam_metrics_equal_stats_json_and_the_launcher_reports_progress(sample,
     from ccnet_pipeline.config import MineConfig
     from ccnet_pipeline.pipeline import execute, job_counters, list_segments
     from filters.dedup import DedupConfig
-    from lid.languages import parse_languages
     from lid.model import LidConfig
+    from toolkit.languages import parse_languages
 
     out = tmp_path / "corpus"
     config = MineConfig(

@@ -25,9 +25,9 @@ from ccnet_pipeline.sample import SampleConfig, generate_sample
 from engines import Engine, EngineConfig, process_environment, worker_command
 from engines.spark import master_state
 from filters.dedup import DedupConfig
-from lid.languages import parse_languages
 from lid.model import LidConfig
 from tests.support.runners import ROOT, contents, staging, worker_python
+from toolkit.languages import parse_languages
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Java is absent: Spark runs on a JVM")
 

@@ -14,9 +14,9 @@ from lid.calibrate import (
     predict,
     summarize,
 )
-from lid.languages import XLMR_CODES
 from lid.model import SHIPPED_THRESHOLDS, LanguageIdentifier, read_thresholds, write_thresholds
 from tests.support.helpers import SHARED_DATA, TEXT
+from toolkit.languages import XLMR_CODES
 
 
 def predictions(language, scored):

@@ -1,16 +1,7 @@
 import pytest
 
-from lid.languages import (
-    ROMANIZED_CODES,
-    XLMR_CODES,
-    XLMR_LANGUAGES,
-    apply_rules,
-    is_traditional_chinese,
-    languages_without_label,
-    map_code,
-    map_label,
-    parse_languages,
-)
+from lid.languages import apply_rules, is_traditional_chinese, languages_without_label, map_code, map_label
+from toolkit.languages import ROMANIZED_CODES, XLMR_CODES, XLMR_LANGUAGES, parse_languages
 
 
 def test_table_has_xlmr_100_languages_with_scripts():
