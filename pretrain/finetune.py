@@ -67,7 +67,6 @@ class FinetuneConfig(ExamplesConfig, OptimConfig):
     warmup_ratio: float = 0.1  # share of the steps spent warming up linearly from 0
     batch_size: int = 16
     epochs: int = 3
-    max_steps: int = 0  # stop after this step (to resume later); 0 = every epoch
     freeze_embeddings: bool = False  # token and position embeddings stay as they are
     freeze_layers: int = 0  # the lowest N transformer layers stay as they are
     patience: int = 0  # stop after this many epochs without a better dev accuracy; 0 = run every epoch
@@ -81,7 +80,7 @@ class FinetuneConfig(ExamplesConfig, OptimConfig):
         for name in ("batch_size", "epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("max_steps", "freeze_layers", "patience"):
+        for name in ("freeze_layers", "patience"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if self.max_length < 8:
@@ -259,7 +258,7 @@ def _finetune(config: FinetuneConfig, job: FinetuneJob, run: RunDir, resume_from
     training = Training(objective, Optimization.of(objective, config, dist.device), bool(job.language_adapter))
     per_epoch = math.ceil(len(train_rows) / config.batch_size)
     total = per_epoch * config.epochs
-    last_step = min(config.max_steps or total, total)
+    last_step = config.stop_step(total)
     step, best = 0, {metric: -1.0, "epoch": 0, "stale": 0}
     if resume_from:
         saved, _ = checkpoint.load(resume_from, dist, training)

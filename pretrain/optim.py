@@ -44,17 +44,22 @@ class OptimConfig:
     precision: str = field(
         default="fp32", metadata=flag(choices=tuple(PRECISIONS))
     )  # fp32 | fp16 (GradScaler) | bf16 (autocast)
+    max_steps: int = 0  # stop after this step (to resume later); 0 = the schedule's end (pretraining: total_steps; fine-tuning: every epoch)
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        for name in ("warmup_steps", "clip_norm", "lr", "end_lr", "weight_decay"):
+        for name in ("warmup_steps", "clip_norm", "lr", "end_lr", "weight_decay", "max_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.warmup_steps and self.warmup_ratio:
             raise ValueError("give warmup_steps or warmup_ratio, not both")
+
+    def stop_step(self, total: int) -> int:
+        """The step a run of a ``total``-step schedule stops after: ``max_steps``, at most ``total``."""
+        return min(self.max_steps or total, total)
 
     def warmup(self, total: int) -> int:
         """The warm-up steps of a schedule of ``total`` steps."""

@@ -53,7 +53,6 @@ class TrainConfig(OptimConfig):
     grad_accum: int = 1  # micro-batches per optimizer step
     warmup_steps: int = 30  # linear warm-up from 0 over this many steps
     total_steps: int = 300  # length of the schedule: polynomial decay to end_lr at this step
-    max_steps: int = 0  # stop after this step; 0 = total_steps (a smaller value cuts a run to resume later)
     mask_prob: float = 0.15
     dropout: float = 0.1  # model dropout and attention dropout
     sampling: MixtureConfig = field(default_factory=MixtureConfig)  # how languages are mixed, over token counts
@@ -71,7 +70,7 @@ class TrainConfig(OptimConfig):
         for name in ("batch_size", "grad_accum", "total_steps", "log_interval"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        for name in ("max_steps", "eval_interval", "eval_blocks", "save_interval"):
+        for name in ("eval_interval", "eval_blocks", "save_interval"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if self.warmup(self.total_steps) > self.total_steps:
@@ -87,7 +86,7 @@ class TrainConfig(OptimConfig):
 
     @property
     def last_step(self) -> int:
-        return self.max_steps or self.total_steps
+        return self.stop_step(self.total_steps)
 
 
 _LONG_RUN = dict(  # the schedule and logging of a real pretraining run
