@@ -1,4 +1,4 @@
-"""Language identification: XLM-R's language table, fastText LID models and label mapping.
+"""Language identification: fastText LID models, their labels mapped onto XLM-R's languages (``toolkit.languages``).
 No Beam here; the pipeline wraps ``LanguageIdentifier``."""
 
 from lid.languages import map_label
