@@ -30,7 +30,7 @@ from ccnet_pipeline.steps.batches import (
     PERPLEXITIES,
     SEEN,
 )
-from ccnet_pipeline.steps.commit import CommitSegments
+from ccnet_pipeline.steps.commit import CommitSegments, SegmentMarker
 from ccnet_pipeline.steps.cutoffs import ComputeCutoffs, ReadPerplexities
 from ccnet_pipeline.steps.dedup import Deduplicate
 from ccnet_pipeline.steps.import_ccnet import ImportCcnet
@@ -107,7 +107,11 @@ _GLOB_FREE_PREFIX = re.compile(r"^[^[*?]*")
 
 
 def build(
-    pipeline: beam.Pipeline, config: MineConfig, segments: Sequence[str], options: Dict, committed: Dict[int, Dict]
+    pipeline: beam.Pipeline,
+    config: MineConfig,
+    segments: Sequence[str],
+    options: Dict,
+    committed: Dict[int, SegmentMarker],
 ) -> None:
     """Add the mine job to ``pipeline``; ``committed`` holds the markers of segments an earlier
     run committed, which are read back instead of mined again."""
@@ -149,7 +153,7 @@ def build(
         cutoffs = pipeline | "NoCutoffs" >> beam.Create([{}])
     counters = (
         new[COUNTERS],
-        pipeline | "CommittedCounters" >> beam.Create([marker["counters"] for _, marker in sorted(committed.items())]),
+        pipeline | "CommittedCounters" >> beam.Create([marker.counters for _, marker in sorted(committed.items())]),
         deduped[PARTITIONS] | "PartitionsCounter" >> beam.Map(lambda partitions: {"dedup/hash_partitions": partitions}),
         *near_dedup_counters,
     ) | "AllCounters" >> beam.Flatten()
@@ -172,13 +176,13 @@ def build(
     )
 
 
-def committed_segments(layout: Layout, segments: Sequence[str]) -> Dict[int, Dict]:
+def committed_segments(layout: Layout, segments: Sequence[str]) -> Dict[int, SegmentMarker]:
     """The markers of segments committed by an earlier run of this job, by segment index."""
     markers = {}
     for path in storage.match(layout.markers):
-        marker = storage.read_json(path)
-        if marker["index"] < len(segments) and segments[marker["index"]] == marker["path"]:
-            markers[marker["index"]] = marker
+        marker = SegmentMarker.read(path)
+        if marker.index < len(segments) and segments[marker.index] == marker.path:
+            markers[marker.index] = marker
     return markers
 
 

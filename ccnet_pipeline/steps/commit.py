@@ -8,6 +8,7 @@ from the committed documents, so they come out the same."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 import apache_beam as beam
@@ -29,7 +30,26 @@ from ccnet_pipeline.steps.batches import (
 from ccnet_pipeline.wet import BadRecord
 from filters.document import ARROW_SCHEMA
 from toolkit import storage
+from toolkit.cli import from_dict
 from toolkit.corpus import Layout, read_parquet
+
+
+@dataclass(frozen=True)
+class SegmentMarker:
+    """``_work/segments/NNNNN.json``, written last of a segment's files: the segment is committed,
+    and its counters are its part of stats.json."""
+
+    index: int
+    path: str  # the input file as listed: a rerun trusts the marker for this file at this index only
+    counters: Dict[str, int]
+
+    def write(self, layout: Layout) -> None:
+        storage.write_text(layout.marker(self.index), json.dumps(asdict(self), sort_keys=True))
+
+    @classmethod
+    def read(cls, path: str) -> SegmentMarker:
+        return from_dict(cls, storage.read_json(path))
+
 
 # A committed segment's documents, by language then input order, in row groups of one language
 # (read back one language at a time): the output schema plus the record index.
@@ -128,9 +148,7 @@ class MarkSegment(beam.DoFn):
         bad.sort(key=lambda record: (record.offset, record.offset_in_member))
         write_bad_input(self.layout, bad)
         counters = segment_counters([*counted, document_counters(bad=bad)])
-        storage.write_text(
-            self.layout.marker(index), json.dumps({"index": index, "path": path, "counters": counters}, sort_keys=True)
-        )
+        SegmentMarker(index, path, counters).write(self.layout)
         raise_counters(counters)
         yield index
         yield beam.pvalue.TaggedOutput(COUNTERS, counters)
