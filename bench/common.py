@@ -23,6 +23,14 @@ def drop_lookup_tables() -> None:
         table.cache_clear()
 
 
+def input_arguments(parser, workdir: str) -> None:
+    """The flags of the benchmarks that run the whole job on ``bench_wet``'s input, taking turns."""
+    parser.add_argument("--documents", type=int, default=20000)
+    parser.add_argument("--segments", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workdir", default=workdir)
+
+
 def take_turns(functions: Sequence[Callable[[], object]], rounds: int) -> List[List[float]]:
     """Seconds of every call of each function over ``rounds`` rounds; the functions take turns
     within a round, so that whatever else loads the machine weighs on all of them alike."""

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from bench.common import bench_wet, reference_models
+from bench.common import bench_wet, input_arguments, reference_models
 from bench.vs_datatrove import LANGUAGES, written
 from engines import Engine, EngineConfig
 
@@ -187,10 +187,7 @@ def report(name: str, seconds: float, started: float, ended: float, events: Dict
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--documents", type=int, default=20000)
-    parser.add_argument("--segments", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--workdir", default="out/bench-runners")
+    input_arguments(parser, "out/bench-runners")
     args = parser.parse_args(argv)
     workdir = Path(args.workdir).resolve()
     wet = workdir / "wet"

@@ -31,7 +31,7 @@ import kenlm
 import pyarrow.parquet as pq
 import sentencepiece
 
-from bench.common import bench_wet, reference_models
+from bench.common import bench_wet, input_arguments, reference_models
 from bench.pipeline import read_with_warcio
 from ccnet_pipeline.sample import LANGUAGE_MIX
 from filters.normalize import normalize_for_lm
@@ -82,10 +82,7 @@ def raw_libraries(paths, lm_dir: str, languages) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--documents", type=int, default=20000)
-    parser.add_argument("--segments", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--workdir", default="out/bench-datatrove")
+    input_arguments(parser, "out/bench-datatrove")
     parser.add_argument("--no-minhash", dest="minhash", action="store_false", help="no near-dedup runs")
     args = parser.parse_args(argv)
     if not os.path.exists(BENCH_PYTHON):

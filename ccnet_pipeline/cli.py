@@ -125,12 +125,11 @@ def _import(args, beam_args: List[str]) -> int:
 
 def _run_once(layout: Layout, run_job) -> int:
     """Run the job unless its output folder holds its finished output already; print its summary."""
-    from ccnet_pipeline.pipeline import is_complete
+    from ccnet_pipeline.pipeline import finished_stats
 
-    output = layout.root
-    if is_complete(layout):
+    output, stats = layout.root, finished_stats(layout)
+    if stats is not None:
         print(f"{output} already holds this job's finished output")
-        stats = storage.read_json(layout.stats)
     else:
         stats = run_job()
     if stats is None:

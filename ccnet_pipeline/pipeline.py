@@ -232,7 +232,7 @@ def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -
     resuming after the segments an earlier run committed; returns the stats it wrote (None
     after a dry run, which translates the job and runs nothing)."""
     execute(config, segments, beam_args)
-    return None if dry_run(pipeline_options(beam_args)) else storage.read_json(config.layout.stats)
+    return finished_stats(config.layout)
 
 
 def execute(
@@ -337,11 +337,17 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
         )
     )
     finish(pipeline, config.layout, progress.reporting(config.layout, files, passes, prefix="import-ccnet"))
-    return None if dry_run(pipeline.options) else storage.read_json(config.layout.stats)
+    return finished_stats(config.layout)
 
 
 def is_complete(layout: Layout) -> bool:
     return storage.exists(layout.complete)
+
+
+def finished_stats(layout: Layout) -> Optional[Dict]:
+    """The stats.json of the finished job at ``layout``; None when nothing is marked done (a
+    dry run translated the job and ran nothing)."""
+    return storage.read_json(layout.stats) if is_complete(layout) else None
 
 
 def mark_complete(layout: Layout) -> None:
