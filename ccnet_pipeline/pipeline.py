@@ -26,7 +26,6 @@ from ccnet_pipeline.steps.batches import (
     IMPORT_PASS,
     KEPT,
     NAMESPACE,
-    PARTITIONS,
     PERPLEXITIES,
     SEEN,
 )
@@ -34,14 +33,13 @@ from ccnet_pipeline.steps.commit import CommitSegments, SegmentMarker
 from ccnet_pipeline.steps.cutoffs import ComputeCutoffs, ReadPerplexities
 from ccnet_pipeline.steps.dedup import Deduplicate
 from ccnet_pipeline.steps.import_ccnet import ImportCcnet
-from ccnet_pipeline.steps.near_dedup import NEAR_DUPLICATE, NearDedup
-from ccnet_pipeline.steps.near_dedup import STAGE as NEAR_DEDUP_STAGE
+from ccnet_pipeline.steps.near_dedup import NearDedup, NearDuplicates
+from ccnet_pipeline.steps.read import Reading
 from ccnet_pipeline.steps.stage import ApplyStage
 from ccnet_pipeline.steps.write import WriteShards
-from filters.dedup import MinLength
+from filters.dedup import DuplicateLineRemoval, MinLength
 from filters.document import segment_names
 from filters.perplexity import BucketConfig, Cutoffs, available_languages, format_cutoffs, read_cutoffs
-from filters.stage import reason_stages
 from toolkit import storage
 from toolkit.corpus import CorpusManifest, Layout, ShardEntry
 
@@ -127,20 +125,22 @@ def build(
         dropped.append(out[DROPPED])
         return out[KEPT]
 
+    counters = [deduped[COUNTERS]]  # the job-level ones; the documents' are counted at the commit
+    steps = [Reading, DuplicateLineRemoval, MinLength(config.dedup.min_len)]  # the steps that count, in order
     before, after = config.stages()
     for stage in before:
         docs = kept(docs | type(stage).__name__ >> ApplyStage(stage))
-    reasons = reason_stages([MinLength(config.dedup.min_len), *before, *after])
-    near_dedup_counters = []
+    steps += before
     if config.near_dedup == "minhash":
         out = (docs, earlier) | "NearDedup" >> NearDedup(config.minhash, layout, config.dedup.memory_per_worker)
         docs = kept(out)
-        reasons[NEAR_DUPLICATE] = NEAR_DEDUP_STAGE
-        near_dedup_counters.append(out["counters"])
+        steps.append(NearDuplicates)
+        counters.append(out[COUNTERS])
     for stage in after:
         docs = kept(docs | type(stage).__name__ >> ApplyStage(stage))
+    steps += after
     results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped | "AllDropped" >> beam.Flatten(), BAD: deduped[BAD]}
-    new = results | "CommitSegments" >> CommitSegments(layout, config.keep_dropped, reasons)
+    new = results | "CommitSegments" >> CommitSegments(layout, config.keep_dropped, steps)
     if config.lm_dir:
         perplexities = (
             new[PERPLEXITIES],
@@ -154,8 +154,7 @@ def build(
     counters = (
         new[COUNTERS],
         pipeline | "CommittedCounters" >> beam.Create([marker.counters for _, marker in sorted(committed.items())]),
-        deduped[PARTITIONS] | "PartitionsCounter" >> beam.Map(lambda partitions: {"dedup/hash_partitions": partitions}),
-        *near_dedup_counters,
+        *counters,
     ) | "AllCounters" >> beam.Flatten()
     buckets = config.buckets if config.lm_dir else None
     (

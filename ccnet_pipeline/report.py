@@ -11,8 +11,7 @@ from __future__ import annotations
 import textwrap
 from typing import Dict, List, Tuple
 
-from ccnet_pipeline.stats import SCORE_BINS
-from lid.model import language_thresholds
+from lid.model import SCORE_BINS, language_thresholds
 from toolkit import storage
 from toolkit.corpus import Layout
 

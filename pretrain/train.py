@@ -26,7 +26,7 @@ from pretrain.model import MODEL_PRESETS, PAD, ModelConfig, XLMRModel, model_con
 from pretrain.optim import OptimConfig, Optimization, Training, autocast, train_step
 from pretrain.run_dir import MetricsLog, RunDir, run_session
 from sampling import MixtureConfig
-from tokenizer.pack import PackedManifest, sentencepiece_file
+from tokenizer.pack import PackedData, PackedManifest, sentencepiece_file
 from toolkit.cli import build_config, flag
 
 EVAL_KEY = 2**31 - 1  # masking-generator key of evaluation batches, apart from any step number
@@ -200,11 +200,11 @@ def train(
     device: str = "auto",
 ) -> Dict:
     """Train (or resume) a run; returns the last training and evaluation figures."""
-    manifest = PackedManifest.read(data_dir)
+    data = PackedData.open(data_dir)
     with run_session(out, resume, device) as (run, resume_from, dist):
-        model = pretraining_model(config, manifest, resume_from, init_from_hf)
+        model = pretraining_model(config, data.manifest, resume_from, init_from_hf)
         record = PretrainingRun(config, model.config, os.path.abspath(data_dir), init_from_hf)
-        return run_on_blocks(MaskedLM(model.to(dist.device)), record, run, dist, resume_from)
+        return run_on_blocks(MaskedLM(model.to(dist.device)), record, data, run, dist, resume_from)
 
 
 def pretraining_model(
@@ -256,18 +256,18 @@ class Blocks:
 def run_on_blocks(
     objective: torch.nn.Module,
     record: PretrainingRun,
+    data: PackedData,
     run: RunDir,
     dist: Dist,
     resume_from: Optional[str],
-    languages: Optional[Sequence[str]] = None,
-    trainable_only: bool = False,
 ) -> Dict:
     """What pretraining, train-adapter and distill do once their objective (holding the model)
-    is built and on the device: the optimizer, the blocks of ``languages`` (default all), the
-    checkpoint restored, the run folder written (``record``, the tokenizer) and ``mlm_loop``."""
-    config = record.train
-    training = Training(objective, Optimization.of(objective, config, dist.device), trainable_only)
-    blocks = training_blocks(record.data, config, dist, languages)
+    is built and on the device: the optimizer (of the adapter's weights only, for an adapter),
+    the blocks (of the adapter's language only), the checkpoint restored, the run folder written
+    (``record``, the tokenizer) and ``mlm_loop``."""
+    config, adapter = record.train, record.adapter
+    training = Training(objective, Optimization.of(objective, config, dist.device), trainable_only=adapter is not None)
+    blocks = training_blocks(data, config, dist, [adapter.language] if adapter else None)
     start = (0, 0)
     if resume_from:
         state, data_state = checkpoint.load(resume_from, dist, training)
@@ -275,19 +275,17 @@ def run_on_blocks(
         start = (state.step, state.skipped_steps)
     if dist.is_main:
         run.write_record(record)
-        tokenizer = PackedManifest.read(record.data).tokenizer
+        tokenizer = data.manifest.tokenizer
         if os.path.isdir(tokenizer):
             run.copy_tokenizer(sentencepiece_file(tokenizer), os.path.join(tokenizer, "dict.txt"))
     return mlm_loop(training, blocks, config, dist, run, start)
 
 
-def training_blocks(data_dir: str, config: TrainConfig, dist: Dist, languages: Optional[Sequence[str]]) -> Blocks:
-    stream = BlockStream(
-        data_dir, config.sampling, config.seed, dist.rank, dist.world_size, config.eval_blocks, languages
-    )
-    heldout = heldout_blocks(data_dir, config.eval_blocks, languages) if config.eval_blocks else {}
+def training_blocks(data: PackedData, config: TrainConfig, dist: Dist, languages: Optional[Sequence[str]]) -> Blocks:
+    stream = BlockStream(data, config.sampling, config.seed, dist.rank, dist.world_size, config.eval_blocks, languages)
+    heldout = heldout_blocks(data, config.eval_blocks, languages) if config.eval_blocks else {}
     torch.manual_seed(config.seed + dist.rank)  # dropout differs across ranks
-    return Blocks(stream, heldout, PackedManifest.read(data_dir).vocab_size - 1)
+    return Blocks(stream, heldout, data.manifest.vocab_size - 1)
 
 
 def mlm_loop(

@@ -94,6 +94,21 @@ class PackedManifest:
         return tokens, np.load(os.path.join(data_dir, f"{language}.idx.npy"))
 
 
+@dataclass(frozen=True)
+class PackedData:
+    """A packed folder with its manifest, read once: what a training run reads its blocks from."""
+
+    folder: str
+    manifest: PackedManifest
+
+    @classmethod
+    def open(cls, folder: str) -> PackedData:
+        return cls(folder, PackedManifest.read(folder))
+
+    def load_blocks(self, language: str) -> Tuple[np.ndarray, np.ndarray]:
+        return self.manifest.load_blocks(self.folder, language)
+
+
 class NothingToPack(ValueError):
     """The corpus (or the buckets asked for) yields no training block."""
 

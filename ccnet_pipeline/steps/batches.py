@@ -25,7 +25,6 @@ from filters.document import Document
 NAMESPACE = "ccnet"  # the job's counters, those of stats.json
 PROGRESS = "progress"  # live counters of the stages
 KEPT, DROPPED, BAD, SEEN, COUNTERS, PERPLEXITIES = "kept", "dropped", "bad", "seen", "counters", "perplexities"
-PARTITIONS = "partitions"
 HASH_PASS, FILTER_PASS, IMPORT_PASS = "hash", "filter", "import"  # the passes over the input (progress files)
 
 
@@ -35,9 +34,11 @@ def counter(name: str, namespace: str = NAMESPACE):
     return Metrics.counter(namespace, name)
 
 
-def raise_counters(counts: Mapping[str, int]) -> None:
+def raise_counters(counts: Mapping[str, int]) -> Mapping[str, int]:
+    """``counts`` raised as the job's Beam metrics where they are made; returned, for stats.json."""
     for name, value in counts.items():
         counter(name).inc(value)
+    return counts
 
 
 Segment = Tuple[str, str]  # an input file: (path, cc_segment)

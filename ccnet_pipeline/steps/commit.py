@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 import pyarrow as pa
@@ -29,6 +29,7 @@ from ccnet_pipeline.steps.batches import (
 )
 from ccnet_pipeline.wet import BadRecord
 from filters.document import ARROW_SCHEMA
+from filters.stage import Counted
 from toolkit import storage
 from toolkit.cli import from_dict
 from toolkit.corpus import Layout, read_parquet
@@ -81,16 +82,17 @@ def write_bad_input(layout: Layout, bad: List[BadRecord]) -> None:
 
 class CommitDocuments(beam.DoFn):
     """A segment's final kept batch -> its documents in ``_work/segments/``; yields (segment
-    index, (``counters``, their counters)) and, on ``perplexities``, their (language,
-    perplexity)."""
+    index, (``counters``, their counters as ``steps`` count them)) and, on ``perplexities``, their
+    (language, perplexity)."""
 
-    def __init__(self, layout: Layout):
+    def __init__(self, layout: Layout, steps: Sequence[Counted]):
         self.layout = layout
+        self.steps = steps
 
     def process(self, batch: Batch):
         index, kept = batch
         write_committed(self.layout, index, kept)
-        yield index, (COUNTERS, document_counters(kept=[doc for _, doc in kept]))
+        yield index, (COUNTERS, document_counters(self.steps, kept=[doc for _, doc in kept]))
         for _, doc in kept:
             if doc["perplexity"] is not None:
                 yield beam.pvalue.TaggedOutput(PERPLEXITIES, (doc["language"], doc["perplexity"]))
@@ -109,12 +111,12 @@ DROPPED_SCHEMAS = {
 class CommitDropped(beam.DoFn):
     """A dropped batch -> with ``keep_dropped``, its documents in ``quarantine/dropped/<reason>/``
     (a batch holds all of its segment's documents of the reasons its stage gives); yields
-    (segment index, (``counters``, their counters)). ``stages`` names the stage of each reason."""
+    (segment index, (``counters``, their counters as ``steps`` count them))."""
 
-    def __init__(self, layout: Layout, keep_dropped: bool, stages: Mapping[str, str]):
+    def __init__(self, layout: Layout, keep_dropped: bool, steps: Sequence[Counted]):
         self.layout = layout
         self.keep_dropped = keep_dropped
-        self.stages = dict(stages)
+        self.steps = steps
 
     def process(self, batch: DroppedBatch):
         index, dropped = batch
@@ -123,7 +125,7 @@ class CommitDropped(beam.DoFn):
                 docs = [doc for _, r, doc in dropped if r == reason]
                 write_parquet(self.layout.dropped(reason, index), docs, DROPPED_SCHEMAS.get(reason, ARROW_SCHEMA))
         entries = [(reason, doc) for _, reason, doc in dropped]
-        yield index, (COUNTERS, document_counters(dropped=entries, stages=self.stages))
+        yield index, (COUNTERS, document_counters(self.steps, dropped=entries))
 
 
 class MarkSegment(beam.DoFn):
@@ -147,7 +149,7 @@ class MarkSegment(beam.DoFn):
                 counted.append(value)
         bad.sort(key=lambda record: (record.offset, record.offset_in_member))
         write_bad_input(self.layout, bad)
-        counters = segment_counters([*counted, document_counters(bad=bad)])
+        counters = segment_counters([*counted, document_counters((), bad=bad)])
         SegmentMarker(index, path, counters).write(self.layout)
         raise_counters(counters)
         yield index
@@ -159,24 +161,23 @@ class CommitSegments(beam.PTransform):
     (``CommitDocuments``) and dropped ones (``CommitDropped``) where they were made, then one
     marker per segment (``MarkSegment``) once all its parts are in, the shuffle carrying only
     paths, bad records and counters. Outputs: the committed segment indexes (main), counters,
-    perplexities."""
+    perplexities. ``steps`` are the job's steps that count (``filters.stage.Counted``), in order."""
 
-    def __init__(self, layout: Layout, keep_dropped: bool, stages: Mapping[str, str]):
+    def __init__(self, layout: Layout, keep_dropped: bool, steps: Sequence[Counted]):
         super().__init__()
         self.layout = layout
         self.keep_dropped = keep_dropped
-        self.stages = stages
+        self.steps = steps
 
     def expand(self, results):
-        documents = results[KEPT] | "CommitDocuments" >> beam.ParDo(CommitDocuments(self.layout)).with_outputs(
-            PERPLEXITIES, main=COUNTERS
-        )
+        documents = results[KEPT] | "CommitDocuments" >> beam.ParDo(
+            CommitDocuments(self.layout, self.steps)
+        ).with_outputs(PERPLEXITIES, main=COUNTERS)
         parts = (
             results[SEEN] | "TagSeen" >> beam.MapTuple(lambda index, path: (index, (SEEN, path))),
             results[BAD] | "TagBad" >> beam.MapTuple(lambda index, bad: (index, (BAD, bad))),
             documents[COUNTERS],
-            results[DROPPED]
-            | "CommitDropped" >> beam.ParDo(CommitDropped(self.layout, self.keep_dropped, self.stages)),
+            results[DROPPED] | "CommitDropped" >> beam.ParDo(CommitDropped(self.layout, self.keep_dropped, self.steps)),
         )
         marked = (
             parts

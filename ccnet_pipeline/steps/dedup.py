@@ -13,14 +13,14 @@ import numpy as np
 from ccnet_pipeline.progress import SegmentProgress
 from ccnet_pipeline.steps.batches import (
     BAD,
+    COUNTERS,
     DROPPED,
     FILTER_PASS,
     HASH_PASS,
     KEPT,
-    PARTITIONS,
     SEEN,
     Segment,
-    counter,
+    raise_counters,
 )
 from ccnet_pipeline.steps.read import read_segment_items
 from ccnet_pipeline.steps.stage import split_results
@@ -88,14 +88,6 @@ def split_summary(summarized: Tuple[int, Tuple[np.ndarray, np.ndarray]], partiti
             yield partition, (index, hashes, values)
 
 
-def choose_partitions(entries: int, config: DedupConfig) -> int:
-    """The hash partitions for ``entries`` entries in all (``DedupConfig.partitions``), counted
-    as ``dedup/hash_partitions`` as stats.json reports it."""
-    partitions = config.partitions(entries)
-    counter("dedup/hash_partitions").inc(partitions)
-    return partitions
-
-
 def find_duplicates(partition_parts: Tuple[int, Iterable], mode: str):
     """Per hash partition: (segment index, hashes it loses every copy of)."""
     _, parts = partition_parts
@@ -147,8 +139,8 @@ class Deduplicate(beam.PTransform):
     reread and filter each segment (pass 2). No worker holds more than one partition of segment
     summaries or one segment's hashes. Input: (every segment, the segments still to mine), both
     as (index, (path, name)); every segment's hashes count, committed ones are read back. Output: the
-    batches of ``RemoveLines`` and, on ``partitions``, the number of hash partitions used (a
-    one-element PCollection)."""
+    batches of ``RemoveLines`` and, on ``counters``, one element: ``dedup/hash_partitions``, the
+    number of hash partitions used, raised as the job's counter."""
 
     def __init__(self, config: DedupConfig, read: ReadConfig, layout: Layout):
         super().__init__()
@@ -167,13 +159,13 @@ class Deduplicate(beam.PTransform):
                 | "RemoveLines" >> beam.ParDo(remove).with_outputs(*outputs, main=KEPT)
             )
             partitions = segments.pipeline | "NoPartitions" >> beam.Create([0])
-            return {**{tag: filtered[tag] for tag in (KEPT, *outputs)}, PARTITIONS: partitions}
+            return self.outputs(filtered, partitions)
         summaries = segments | "HashLines" >> beam.ParDo(HashSegment(self.config, self.read, self.layout))
         partitions = (
             summaries
             | "EntryCounts" >> beam.MapTuple(lambda _, summary: len(summary[0]))
             | "CountEntries" >> beam.CombineGlobally(sum)
-            | "ChoosePartitions" >> beam.Map(choose_partitions, self.config)
+            | "ChoosePartitions" >> beam.Map(self.config.partitions)
         )
         removed = (
             summaries
@@ -186,4 +178,9 @@ class Deduplicate(beam.PTransform):
             | "JoinBySegment" >> beam.CoGroupByKey()
             | "RemoveLines" >> beam.ParDo(remove).with_outputs(*outputs, main=KEPT)
         )
-        return {**{tag: filtered[tag] for tag in (KEPT, *outputs)}, PARTITIONS: partitions}
+        return self.outputs(filtered, partitions)
+
+    @staticmethod
+    def outputs(filtered, partitions):
+        counters = partitions | "PartitionsCounter" >> beam.Map(lambda n: raise_counters({"dedup/hash_partitions": n}))
+        return {**{tag: filtered[tag] for tag in (KEPT, DROPPED, BAD, SEEN)}, COUNTERS: counters}

@@ -16,10 +16,16 @@ from ccnet_pipeline.steps.batches import (
     raise_counters,
 )
 from ccnet_pipeline.steps.commit import write_bad_input
-from ccnet_pipeline.steps.read import read_segment_items
+from ccnet_pipeline.steps.read import Reading, read_segment_items
 from ccnet_pipeline.steps.write import write_summaries
 from ccnet_pipeline.wet import BadRecord
+from filters.dedup import DuplicateLineRemoval
+from filters.perplexity import PerplexityScorer
+from lid.model import LanguageFilter
 from toolkit.corpus import Layout
+
+# CCNet ran these steps on what it wrote: its documents are counted as the mine job counts its own
+CCNET_STEPS = (Reading, DuplicateLineRemoval, LanguageFilter, PerplexityScorer)
 
 
 class ConvertCcnetFile(beam.DoFn):
@@ -32,7 +38,7 @@ class ConvertCcnetFile(beam.DoFn):
 
     def process(self, element):
         index, (path, name) = element
-        counts, bad = SegmentCounts(), []
+        counts, bad = SegmentCounts(CCNET_STEPS), []
         with ShardWriter(self.layout, index) as writer:
             for _, item in read_segment_items(
                 CcnetReader(), path, name, SegmentProgress(self.layout, IMPORT_PASS, index)
@@ -41,7 +47,7 @@ class ConvertCcnetFile(beam.DoFn):
                     counts.bad(item)
                     bad.append(item)
                 else:
-                    counts.kept(item)
+                    counts.done(item)
                     writer.add(item)
         write_bad_input(self.layout, bad)
         counters = segment_counters([counts.counts])

@@ -37,15 +37,24 @@ from typing import Dict, Iterable, Tuple
 import apache_beam as beam
 import numpy as np
 
-from ccnet_pipeline.steps.batches import DROPPED, KEPT, PROGRESS, Batch, counter
+from ccnet_pipeline.steps.batches import COUNTERS, DROPPED, KEPT, PROGRESS, Batch, counter, raise_counters
+from ccnet_pipeline.steps.stage import split_results
 from filters import components
 from filters.dedup import partitions_for
 from filters.minhash import MinHashConfig, band_keys, estimated_jaccard, signatures
+from filters.stage import Counted
 from toolkit import storage
 from toolkit.corpus import Layout
 
 NEAR_DUPLICATE, STAGE = "near_duplicate", "near_dedup"  # the drop reason and its stage's name
 ROUNDS_CHANGED, UNCONVERGED = f"{STAGE}/rounds", f"{STAGE}/unconverged"
+
+
+class NearDuplicates(Counted):
+    """Near-dedup's counting of documents: its one drop reason."""
+
+    name = STAGE
+    reasons = (NEAR_DUPLICATE,)
 
 
 def save_minhash(layout: Layout, index: int, arrays: Dict[str, np.ndarray]) -> None:
@@ -194,38 +203,34 @@ class Drop(beam.DoFn):
     def split(self, index: int, docs, clusters: Dict[int, Tuple]):
         own = load_minhash(self.layout, index) if self.config.verify and clusters else None
         rows = {record: i for i, record in enumerate(own["records"].tolist())} if own is not None else {}
-        kept, dropped = [], []
+        results = []
         for record, doc in docs:
             if record not in clusters:
-                kept.append((record, doc))
+                results.append((doc, None))
                 continue
             label, kept_url, *signature = clusters[record]
             extra = {"cluster": int(label), "kept": kept_url}
             if signature:
                 similarity = float(estimated_jaccard(own["signatures"][rows[record]], signature[0]))
                 if similarity < self.config.threshold:
-                    kept.append((record, doc))
+                    results.append((doc, None))
                     continue
                 extra["similarity"] = similarity
-            dropped.append((record, NEAR_DUPLICATE, {**doc, **extra}))
-            counter(f"{STAGE}/dropped/{NEAR_DUPLICATE}", PROGRESS).inc()
-        counter(f"{STAGE}/kept", PROGRESS).inc(len(kept))
-        yield index, kept
-        if dropped:
-            yield beam.pvalue.TaggedOutput(DROPPED, (index, dropped))
+            results.append(({**doc, **extra}, NEAR_DUPLICATE))
+        yield from split_results(index, [record for record, _ in docs], results, STAGE)
 
 
 def round_counters(changes: Iterable[Tuple[str, int]], cap: int) -> Dict[str, int]:
     """The rounds that still changed the graph (``near_dedup/rounds``) and whether the last of the
     ``cap`` did (``near_dedup/unconverged``: the cap was too low for a long chain of near-duplicates,
     which then keeps a few documents besides its earliest; every dropped one still points to an
-    earlier document of its chain)."""
+    earlier document of its chain); raised as the job's counters."""
     totals: Counter = Counter()
     for name, changed in changes:
         totals[name] += changed
     active = [int(name.rsplit("_", 1)[1]) for name, changed in totals.items() if changed]
     rounds = max(active, default=-1) + 1
-    return {ROUNDS_CHANGED: rounds, UNCONVERGED: int(rounds >= cap)}
+    return raise_counters({ROUNDS_CHANGED: rounds, UNCONVERGED: int(rounds >= cap)})
 
 
 @beam.ptransform_fn
@@ -241,7 +246,7 @@ def ChoosePartitions(sizes, bytes_per_entry: int, memory_per_worker: int):
 class NearDedup(beam.PTransform):
     """(kept batches after language ID, indexes of the segments committed by an earlier run) ->
     {kept: the batches without near-duplicates, dropped: the near-duplicates' batches,
-    counters: one element, the rounds the components took}."""
+    counters: one element, the rounds the components took (raised as the job's counters)}."""
 
     def __init__(self, config: MinHashConfig, layout: Layout, memory_per_worker: int):
         super().__init__()
@@ -293,4 +298,4 @@ class NearDedup(beam.PTransform):
             | "RoundCounters" >> beam.combiners.ToList()
             | "Rounds" >> beam.Map(round_counters, self.config.rounds)
         )
-        return {KEPT: split[KEPT], DROPPED: split[DROPPED], "counters": counters}
+        return {KEPT: split[KEPT], DROPPED: split[DROPPED], COUNTERS: counters}

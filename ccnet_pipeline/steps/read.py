@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Iterator, Optional, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 from ccnet_pipeline.progress import SegmentProgress
 from ccnet_pipeline.wet import BadKind, BadRecord, Item
+from filters.document import Document
+from filters.stage import Counted
 from toolkit import storage
+
+READ = "read"  # the reading step's counters: read/segments, read/documents, read/bad/<kind>
 
 
 def read_segment_items(
@@ -40,3 +44,13 @@ def read_segment_items(
         yield next_record, BadRecord(BadKind.UNREADABLE_FILE.value, name, 0, "", detail, b"")
     if progress is not None:
         progress.finish()
+
+
+class Reading(Counted):
+    """The reading step's own counts of each document: read, and read with an unparsable date."""
+
+    name = READ
+
+    @classmethod
+    def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
+        return {"documents": 1, "invalid_date": 1} if doc["date_download"] is None else {"documents": 1}

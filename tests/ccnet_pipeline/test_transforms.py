@@ -15,6 +15,7 @@ from ccnet_pipeline.steps.batches import BAD, DROPPED, KEPT, PERPLEXITIES, SEEN
 from ccnet_pipeline.steps.commit import COMMITTED_SCHEMA, CommitSegments, write_committed
 from ccnet_pipeline.steps.cutoffs import ComputeCutoffs
 from ccnet_pipeline.steps.dedup import Deduplicate
+from ccnet_pipeline.steps.read import Reading
 from ccnet_pipeline.steps.stage import ApplyStage
 from ccnet_pipeline.steps.write import WriteShards, pack_segments
 from ccnet_pipeline.wet import BadRecord, ReadConfig
@@ -321,7 +322,7 @@ def test_commit_segments(tmp_path):
     }
     with pipeline() as p:
         out = {tag: p | f"Create{tag}" >> beam.Create(values) for tag, values in results.items()} | CommitSegments(
-            Layout(str(tmp_path)), keep_dropped=True, stages={"not_selected": "lid"}
+            Layout(str(tmp_path)), keep_dropped=True, steps=[Reading, LanguageFilter]
         )
         assert_that(out[KEPT], equal_to([3]), label="committed")
         assert_that(out[PERPLEXITIES], equal_to([]), label="perplexities")

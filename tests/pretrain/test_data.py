@@ -6,7 +6,7 @@ import pytest
 
 from pretrain.data import BlockStream, heldout_blocks, heldout_count
 from sampling import MixtureConfig
-from tokenizer.pack import INDEX_DTYPE, PackedManifest
+from tokenizer.pack import INDEX_DTYPE, PackedData, PackedManifest
 from tokenizer.xlmr import BOS, PAD
 
 
@@ -26,7 +26,7 @@ def write_numbered_blocks(root, counts, length=8):
 
 
 def test_languages_follow_the_smoothed_token_shares(data_dir):
-    stream = BlockStream(data_dir, MixtureConfig(alpha=0.3), seed=0)
+    stream = BlockStream(PackedData.open(data_dir), MixtureConfig(alpha=0.3), seed=0)
     manifest = PackedManifest.read(data_dir)
     assert set(stream.probs) == set(manifest.languages)
     draws = 6000
@@ -38,7 +38,7 @@ def test_languages_follow_the_smoothed_token_shares(data_dir):
 
 
 def test_batches_are_padded_blocks(data_dir):
-    tokens, languages = BlockStream(data_dir, seed=0).next_batch(16)
+    tokens, languages = BlockStream(PackedData.open(data_dir), seed=0).next_batch(16)
     assert tokens.shape[0] == 16 and tokens.shape[1] <= PackedManifest.read(data_dir).tokens_per_sample
     assert (tokens[:, 0] == BOS).all() and len(languages) == 16
     short = (tokens == PAD).any(dim=1)
@@ -46,16 +46,17 @@ def test_batches_are_padded_blocks(data_dir):
 
 
 def test_deterministic_and_exactly_resumable(data_dir):
-    a, b = BlockStream(data_dir, seed=3), BlockStream(data_dir, seed=3)
+    a, b = BlockStream(PackedData.open(data_dir), seed=3), BlockStream(PackedData.open(data_dir), seed=3)
     for _ in range(5):
         assert np.array_equal(a.next_batch(8)[0], b.next_batch(8)[0])
     state = a.state_dict()
     expected = [a.next_batch(8)[0] for _ in range(40)]
-    resumed = BlockStream(data_dir, seed=3)
+    resumed = BlockStream(PackedData.open(data_dir), seed=3)
     resumed.load_state_dict(state)
     assert all(np.array_equal(x, resumed.next_batch(8)[0]) for x in expected)
     assert not np.array_equal(
-        BlockStream(data_dir, seed=4).next_batch(8)[0], BlockStream(data_dir, seed=3).next_batch(8)[0]
+        BlockStream(PackedData.open(data_dir), seed=4).next_batch(8)[0],
+        BlockStream(PackedData.open(data_dir), seed=3).next_batch(8)[0],
     )
 
 
@@ -63,7 +64,7 @@ def test_ranks_read_disjoint_blocks_and_never_the_heldout_ones(tmp_path):
     data_dir = write_numbered_blocks(tmp_path, {"en": 100, "de": 40})
     read = {}
     for rank in range(2):
-        stream = BlockStream(data_dir, seed=0, rank=rank, world_size=2, heldout=5)
+        stream = BlockStream(PackedData.open(data_dir), seed=0, rank=rank, world_size=2, heldout=5)
         while stream.epochs["en"] == 0:
             tokens, languages = stream.next_batch(1)
             if languages == ["en"] and stream.epochs["en"] == 0:
@@ -72,16 +73,16 @@ def test_ranks_read_disjoint_blocks_and_never_the_heldout_ones(tmp_path):
     assert not set(read[0]) & set(read[1])  # ranks disjoint ...
     assert sorted(read[0] + read[1]) == list(range(95))  # ... covering the training blocks, not the 5 held out
     assert read[0] != sorted(read[0])  # shuffled
-    heldout = heldout_blocks(data_dir, 5)
+    heldout = heldout_blocks(PackedData.open(data_dir), 5)
     assert [int(b[1]) - 20_000 for b in heldout["en"]] == list(range(95, 100)) and len(heldout["de"]) == 4
     assert heldout_count(30, 8) == 3  # at most a tenth
 
 
 def test_bad_arguments(data_dir, tmp_path):
     with pytest.raises(ValueError):
-        BlockStream(data_dir, rank=2, world_size=2)
+        BlockStream(PackedData.open(data_dir), rank=2, world_size=2)
     with pytest.raises(FileNotFoundError, match="tokenizer pack"):
-        BlockStream(str(tmp_path))
-    stream = BlockStream(data_dir)
+        BlockStream(PackedData.open(str(tmp_path)))
+    stream = BlockStream(PackedData.open(data_dir))
     with pytest.raises(ValueError, match="language"):
         stream.load_state_dict({"rng": stream.state_dict()["rng"], "positions": {"xx": [0, 0]}})
