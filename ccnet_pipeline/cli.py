@@ -230,9 +230,11 @@ def _warn_of_languages_without_label(identifier: LanguageIdentifier, lid: LidCon
     threshold keeps their documents."""
     missing = languages_without_label(identifier.languages(), lid.languages, rules=lid.mode != "ccnet")
     if missing:
+        model = f"the LID model {os.path.basename(lid.model_path)}"
+        models = f"{model} has no" if lid.mode == "ccnet" else f"neither {model} nor CLD3 has a"
         print(
-            f"warning: the LID model {os.path.basename(lid.model_path)} has no label for {', '.join(missing)}:"
-            " the job keeps no document in these languages (README: Language ID, which model covers what)",
+            f"warning: {models} label for {', '.join(missing)}:"
+            " the job keeps no document in these languages (docs/language-id.md: which model decides which language)",
             file=sys.stderr,
         )
 

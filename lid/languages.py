@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Iterable, List, NamedTuple, Sequence, Tuple
 
+from lid.second import COVERED as SECOND_COVERED
 from toolkit.languages import XLMR_CODES, XLMR_LANGUAGES
 
 
@@ -144,4 +145,6 @@ def languages_without_label(model_languages: Iterable[str], languages: Iterable[
     given = set(model_languages)
     if rules and "zh" in given:
         given.add("zh_Hant")
+    if rules:
+        given.update(SECOND_COVERED)
     return tuple(code for code in languages if code not in given)

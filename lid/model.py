@@ -4,8 +4,10 @@ Two modes. ``ccnet`` is CCNet's ``split_by_lang.Classifier``: newlines deleted (
 one line), top-1 label, its probability rounded to 2 decimals (numpy's rounding) before the one
 threshold, and stored rounded. ``spaced`` turns newlines into spaces, so that the last word of a
 line and the first of the next are not read as one word, keeps the exact probability, applies
-the confusable-language rules of ``lid.languages`` to the top two labels, and takes each
-language's own threshold from a calibrated file (``python -m lid calibrate``)."""
+the confusable-language rules of ``lid.languages`` to the top two labels, asks a second
+identifier (CLD3, ``lid.second``) where the fastText model is unsure, for the languages lid.176
+has no label for, and takes each language's own threshold from a calibrated file
+(``python -m lid calibrate``)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import numpy as np
 from filters.document import Document
 from filters.stage import KEPT, Result, Stage
 from lid.languages import apply_rules, map_label
+from lid.second import CONSULTED_BELOW, SecondIdentifier
 from toolkit.cli import flag
 from toolkit.languages import XLMR_CODES, parse_languages
 
@@ -91,7 +94,7 @@ class LidConfig:
     )  # 100 (XLM-R's languages) or a comma list such as en,fr,sw
     mode: str = field(
         default="ccnet", metadata=flag("--lid-mode", choices=LID_MODES)
-    )  # ccnet: newlines deleted, score rounded to 2 decimals, one threshold; spaced: newlines as spaces, exact score, confusable rules, --lang-thresholds
+    )  # ccnet: newlines deleted, score rounded to 2 decimals, one threshold; spaced: newlines as spaces, exact score, confusable rules, CLD3 for ha/so/xh/om, --lang-thresholds
     thresholds: Thresholds = field(
         default=(), metadata=flag("--lang-thresholds", parse=read_thresholds)
     )  # CSV language,threshold (python -m lid calibrate writes one; lid/thresholds/lid.176.csv ships): each language's threshold in the spaced mode, the others at --lang-threshold; the ccnet mode ignores it
@@ -132,6 +135,7 @@ class LanguageIdentifier:
         self.model_path = model_path
         self.mode = mode
         self._model = None
+        self.second = SecondIdentifier()  # the spaced mode's, for languages lid.176 lacks (lid.second)
 
     @property
     def model(self):
@@ -170,6 +174,8 @@ class LanguageIdentifier:
             language, score = apply_rules(
                 [map_label(label) for label in top], [float(p) for p in top_scores], cleaned[i]
             )
+            if score < CONSULTED_BELOW:
+                language, score = self.second.identify(cleaned[i]) or (language, score)
             results[i] = (language, min(score, 1.0))
         return results
 

@@ -84,7 +84,8 @@ def test_traditional_chinese_is_told_from_simplified():
 
 def test_languages_without_label():
     lid176_like = ["en", "zh", "sw", "ceb"]
-    assert languages_without_label(lid176_like, ["en", "ha", "zh_Hant", "xh"], rules=True) == ("ha", "xh")
+    # the rules tell zh_Hant from zh, CLD3 (lid.second) gives ha and xh; nothing gives my_zaw
+    assert languages_without_label(lid176_like, ["en", "ha", "zh_Hant", "xh", "my_zaw"], rules=True) == ("my_zaw",)
     assert languages_without_label(lid176_like, ["en", "ha", "zh_Hant", "xh"], rules=False) == ("ha", "zh_Hant", "xh")
 
 
