@@ -21,7 +21,8 @@ TEXT_DIR ?= $(SAMPLE)/reference
 # thresholds calibrated for lid.176, lid/thresholds/lid.176.csv) or `ccnet` (CCNet's: one threshold, 0.5).
 LID      ?= calibrated
 LID_THRESHOLDS ?= lid/thresholds/lid.176.csv
-LID_ARGS := $(if $(filter ccnet,$(LID)),--lid-mode ccnet,--lid-mode spaced --lang-thresholds $(LID_THRESHOLDS))
+MIXED ?= split
+LID_ARGS := $(if $(filter ccnet,$(LID)),--lid-mode ccnet,--lid-mode spaced --lang-thresholds $(LID_THRESHOLDS) --mixed-pages $(MIXED))
 # Labelled text for `make lid-calibrate` (SIB-200 and UDHR; see ../shared/README.md).
 SHARED   ?= ../shared/data
 SIB200   ?= $(SHARED)/eval/sib-200

@@ -144,6 +144,13 @@ def _print_summary(stats: Dict, output: str) -> None:
     print(
         f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}"
     )
+    mixed = stats.get("mixed_pages", {})
+    if mixed.get("split"):
+        print(f"{mixed['split']} pages in several languages split into {mixed['parts']} rows, one per language")
+    if mixed.get("dropped"):
+        print(f"{mixed['dropped']} pages in several languages dropped as mixed")
+    if "near_dedup/rounds" in stats["counters"]:
+        print(f"near-dedup dropped {stats['dropped'].get('near_duplicate', 0)} near-duplicate documents")
     invalid_dates = stats["counters"].get("read/invalid_date", 0)
     if invalid_dates:
         print(f"{invalid_dates} documents have no valid WARC-Date: kept, with a null date_download")

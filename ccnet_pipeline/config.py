@@ -12,6 +12,7 @@ from filters.minhash import MinHashConfig
 from filters.perplexity import PERPLEXITY_MODES, BucketConfig, PerplexityScorer, check_perplexity_mode
 from filters.quality import QualityConfig, QualityFilter
 from filters.stage import Stage
+from lid.mixed import MixedPages
 from lid.model import LanguageFilter, LidConfig
 from toolkit import storage
 from toolkit.cli import flag, parse_size
@@ -82,7 +83,8 @@ class MineConfig:
         before near-duplicate removal (quality, language ID, so that it works per language) and
         those after it (perplexity, so that the cutoffs are computed on what stays). A new filter
         is a class in filters/, its config field, and one line here."""
-        before: List[Stage] = [QualityFilter(self.quality), LanguageFilter(self.lid)]
+        mixed = [MixedPages(self.lid)] if self.lid.mixed != "keep" else []
+        before: List[Stage] = [QualityFilter(self.quality), *mixed, LanguageFilter(self.lid)]
         after: List[Stage] = [PerplexityScorer(self.lm_dir, self.perplexity)] if self.lm_dir else []
         return before, after
 

@@ -159,4 +159,10 @@ def report(output: str, png: str, min_documents: int = MIN_DOCUMENTS) -> str:
     note = (
         f"\n{few} label(s) with fewer than {min_documents} documents: in the table, no panel in the PNG" if few else ""
     )
+    mixed = stats.get("mixed_pages", {})
+    if mixed.get("split") or mixed.get("dropped"):
+        note += (
+            f"\npages in several languages: {mixed['split']} split into {mixed['parts']} parts (each a row above,"
+            f" under its own label), {mixed['dropped']} dropped as mixed"
+        )
     return format_table(rows) + note

@@ -106,6 +106,11 @@ def job_stats(segment_totals: Dict[str, int], files: List[Dict]) -> Dict:
         "lines_removed_by_dedup": counters.get("dedup/lines_removed", 0),
         "dropped": {name.split("/dropped/", 1)[1]: value for name, value in counters.items() if "/dropped/" in name},
         "identified_languages": with_prefix("lid/language/"),
+        "mixed_pages": {  # pages in several languages (--mixed-pages): split into parts, or dropped
+            "split": counters.get("mixed_pages/split", 0),
+            "parts": counters.get("mixed_pages/parts", 0),
+            "dropped": counters.get("mixed_pages/dropped/mixed", 0),
+        },
         "language_id": language_id_stats(with_prefix("lid/scores/")),
         "output": output,
         "counters": counters,

@@ -24,7 +24,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from filters.document import Document
+from filters.document import Document, first_of_page, page_lines_and_length
 from filters.normalize import dedup_keys, dedup_keys_strict
 from filters.stage import Stage
 from toolkit.cli import flag, parse_size
@@ -216,11 +216,14 @@ class DuplicateLineRemoval(Stage):
 
     @classmethod
     def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
+        if not first_of_page(doc):
+            return {}
+        nlines, length = page_lines_and_length(doc)
         return {
             "lines_in": doc["original_nlines"],
-            "lines_removed": doc["original_nlines"] - doc["nlines"],
+            "lines_removed": doc["original_nlines"] - nlines,
             "chars_in": doc["original_length"],
-            "chars_removed": doc["original_length"] - doc["length"],
+            "chars_removed": doc["original_length"] - length,
         }
 
     def apply(self, doc: Document) -> Tuple[Document, Optional[str]]:

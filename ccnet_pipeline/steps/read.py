@@ -9,7 +9,7 @@ from typing import Dict, Iterator, Optional, Tuple
 
 from ccnet_pipeline.progress import SegmentProgress
 from ccnet_pipeline.wet import BadKind, BadRecord, Item
-from filters.document import Document
+from filters.document import Document, first_of_page
 from filters.stage import Counted
 from toolkit import storage
 
@@ -53,4 +53,6 @@ class Reading(Counted):
 
     @classmethod
     def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
+        if not first_of_page(doc):  # a page split by language (lid.mixed) was read once
+            return {}
         return {"documents": 1, "invalid_date": 1} if doc["date_download"] is None else {"documents": 1}

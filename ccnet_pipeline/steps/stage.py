@@ -12,15 +12,23 @@ from ccnet_pipeline.steps.batches import (
     PROGRESS,
     Batch,
     counter,
+    part_key,
 )
-from filters.stage import Result, Stage
+from filters.stage import Results, Stage
 
 
-def split_results(index: int, records: Sequence[int], results: Sequence[Result], stage: str):
+def split_results(index: int, records: Sequence[int], results: Sequence[Results], stage: str):
     """A segment's stage results -> its kept batch (always, maybe empty) and, when the stage
-    dropped any, its dropped batch on ``dropped``; live counters raised."""
+    dropped any, its dropped batch on ``dropped``; live counters raised. The parts of a split
+    document take keys of their own (``part_key``)."""
     kept, dropped = [], []
-    for record, (doc, reason) in zip(records, results):
+    keyed = []
+    for record, result in zip(records, results):
+        if isinstance(result, list):
+            keyed.extend((part_key(record, part), each) for part, each in enumerate(result))
+        else:
+            keyed.append((record, result))
+    for record, (doc, reason) in keyed:
         if reason is None:
             kept.append((record, doc))
         else:

@@ -155,3 +155,43 @@ def test_the_figure_has_a_log_panel_per_label_with_enough_documents_and_names_th
     nothing = report.draw(rows, min_documents=5000)
     assert not [axis for axis in nothing.axes if axis.get_title()]
     assert any(text.startswith("No panel for 5 label(s)") for text in texts_of(nothing))
+
+
+def test_a_page_in_three_languages_becomes_three_rows_never_one(tmp_path, capsys):
+    """--mixed-pages split: each language's lines a row of its own, under its language, with the page's url."""
+    import pyarrow.parquet as pq
+
+    three = "\n".join(
+        [TEXT["en"], TEXT["en"] + " Thanks.", TEXT["de"], TEXT["de"] + " Danke.", TEXT["ru"], TEXT["ru"] + "!"]
+    )
+    pages = [
+        page(0, three),
+        page(1, TEXT["fr"] + "\n" + TEXT["fr"] + " Merci."),
+        page(2, TEXT["es"] + "\n" + TEXT["es"] + "!"),
+    ]
+    write_wet_file(tmp_path / "wet" / "seg-0.warc.wet.gz", pages)
+    flags = ["--langs", "100", "--lid-mode", "spaced", "--min-len", "10", "--keep-dropped"]
+    whole = mine(tmp_path / "wet", tmp_path / "whole", *flags)
+    assert sum(whole["identified_languages"].values()) == 3  # as CCNet: the page stored whole, under one label
+    capsys.readouterr()
+    stats = mine(tmp_path / "wet", tmp_path / "split", *flags, "--mixed-pages", "split", "--near-dedup", "minhash")
+    assert "1 pages in several languages split into 3 rows, one per language" in capsys.readouterr().out
+    assert stats["mixed_pages"] == {"split": 1, "parts": 3, "dropped": 0}
+    assert stats["documents_read"] == 3 and stats["counters"]["dedup/lines_in"] == 10  # the page counted once
+    rows = {
+        language: pq.read_table(tmp_path / "split" / language / "all").to_pylist()
+        for language in ("en", "de", "ru", "fr", "es")
+    }
+    for language in ("en", "de", "ru"):
+        (row,) = rows[language]
+        assert row["url"] == "https://example0.org/page/0" and row["raw_content"].startswith(TEXT[language])
+        assert row["nlines"] == 2 and row["original_nlines"] == 6
+    assert [row["line_ids"] for row in rows["en"] + rows["de"] + rows["ru"]] == [[0, 1], [2, 3], [4, 5]]
+    assert len(rows["fr"]) == len(rows["es"]) == 1  # pages in one language go on whole
+    assert "several languages" not in report.report(str(tmp_path / "whole"), str(tmp_path / "w.png"))
+    assert "3 parts" in report.report(str(tmp_path / "split"), str(tmp_path / "s.png"))
+
+    dropped = mine(tmp_path / "wet", tmp_path / "drop", *flags, "--mixed-pages", "drop")
+    assert dropped["mixed_pages"] == {"split": 0, "parts": 0, "dropped": 1} and dropped["dropped"]["mixed"] == 1
+    (kept,) = pq.read_table(tmp_path / "drop" / "quarantine" / "dropped" / "mixed").to_pylist()
+    assert kept["raw_content"] == three and sum(dropped["identified_languages"].values()) == 2
