@@ -154,6 +154,9 @@ def _print_summary(stats: Dict, output: str) -> None:
     invalid_dates = stats["counters"].get("read/invalid_date", 0)
     if invalid_dates:
         print(f"{invalid_dates} documents have no valid WARC-Date: kept, with a null date_download")
+    escaped = stats["counters"].get("read/url_bytes_escaped", 0)
+    if escaped:
+        print(f"{escaped} URLs have bytes that are not UTF-8: kept, those bytes percent-encoded (caf%E9)")
     print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")
     for language, buckets in sorted(stats["output"].items()):
         counts = "".join(f"{buckets.get(b, {}).get('documents', 0):8d}" for b in ("head", "middle", "tail", "all"))

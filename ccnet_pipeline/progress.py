@@ -65,11 +65,15 @@ class PassState:
     stalled: Tuple[Tuple[int, int], ...] = ()  # (segment index, seconds without progress)
 
 
-def read_passes(layout: Layout, cache: Dict[str, Dict], now: float) -> Dict[str, PassState]:
-    """The state of every pass from the progress files; ``cache`` keeps the finished ones, which
-    no longer change, so that each poll reads only the files in flight."""
+def read_passes(layout: Layout, cache: Dict[str, Dict], now: float, wanted: Dict[str, set]) -> Dict[str, PassState]:
+    """The state of each pass from the progress files of the files it reads this run (``wanted``:
+    pass name -> file indexes; a file an earlier run finished is not this run's); ``cache`` keeps
+    the finished ones, which no longer change, so that each poll reads only the files in flight."""
     passes: Dict[str, PassState] = {}
     for path in storage.match(layout.progress_files):
+        pass_name, index = Layout.progress_of(path)
+        if index not in wanted.get(pass_name, ()):
+            continue
         name = path.rsplit("/", 1)[-1]  # the cache's key
         record = cache.get(name)
         if record is None:
@@ -79,7 +83,6 @@ def read_passes(layout: Layout, cache: Dict[str, Dict], now: float) -> Dict[str,
                 continue
             if record["done"]:
                 cache[name] = record
-        pass_name, index = Layout.progress_of(path)
         state = passes.setdefault(pass_name, PassState())
         state.files += record["done"]
         state.bytes += record["bytes"]
@@ -151,7 +154,7 @@ def progress_lines(
 ) -> Tuple[Tuple, str, Dict[int, str]]:
     """What the progress files say: the counts (for telling whether anything moved), the line
     (each pass as far as it got) and, by segment index, a line for each stalled file."""
-    states = read_passes(layout, cache, now)
+    states = read_passes(layout, cache, now, {p.name: set(p.indexes) for p in passes})
     ran = [(p, states[p.name]) for p in passes if p.name in states]
     counts = tuple((p.name, state.files, state.bytes, state.documents) for p, state in ran)
     line = "; ".join(describe(p.verb, state, len(p.indexes), sum(sizes[i] for i in p.indexes), now) for p, state in ran)

@@ -226,7 +226,7 @@ class LanguageFilter(Stage):
 
     def apply_batch(self, docs: Sequence[Document]) -> List[Result]:
         """One fastText call for all of ``docs`` (but those identified already, by ``lid.mixed``)."""
-        todo = [i for i, doc in enumerate(docs) if doc["language"] is None]
+        todo = [i for i, doc in enumerate(docs) if doc["language"] is None or doc["language_score"] is None]
         identified = [(doc["language"], doc["language_score"]) for doc in docs]
         for i, label in zip(todo, self.identifier.predict([docs[i]["raw_content"] for i in todo])):
             identified[i] = label

@@ -25,7 +25,7 @@ from tokenizer.pack import PackedData
 
 def base_with_adapter(init: str, name: str, config: AdapterConfig) -> XLMRModel:
     """The encoder of ``init`` with a new adapter ``name``, the only part left to train, active."""
-    model, _ = load_model(init)
+    model, _ = load_model(init, masked_lm=True)
     model.add_adapter(name, config)
     model.train_only_adapter(name)
     model.set_active_adapters(name)

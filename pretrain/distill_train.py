@@ -59,7 +59,7 @@ def distill(
     ``config.model`` student in ``out``; returns the last training and evaluation figures."""
     data = PackedData.open(data_dir)
     with run_session(out, resume, device) as (run, resume_from, dist):
-        teacher_model, _ = load_model(teacher)
+        teacher_model, _ = load_model(teacher, masked_lm=True)
         check_data_fits(data.manifest, teacher_model.config)
         if resume_from:  # the checkpoint's student, whatever the flags say
             student_cfg = checkpoint.read_state(resume_from).model

@@ -125,13 +125,14 @@ def load_run(path: str) -> Tuple[ModelConfig, Dict[str, torch.Tensor], str]:
     return model_cfg, checkpoint.load_model(ckpt), run.tokenizer
 
 
-def load_model(path: str) -> Tuple[XLMRModel, str]:
+def load_model(path: str, masked_lm: bool = False) -> Tuple[XLMRModel, str]:
     """(the model with the heads it holds, its tokenizer file) of what ``load_run`` reads; a
-    model that comes without an LM head gets a fresh one, said in one line."""
+    model that comes without an LM head gets a fresh one, said in one line where the caller
+    trains or uses it (``masked_lm``: an adapter's or a teacher's training, not an evaluation)."""
     model_cfg, state, tokenizer = load_run(path)
     model = XLMRModel(model_cfg)
     load_weights(model, state)
-    if not model_cfg.lm_head:
+    if masked_lm and not model_cfg.lm_head:
         print(
             f"{path} has no masked-LM head: a fresh one is added (masked-LM training starts it from scratch)",
             flush=True,

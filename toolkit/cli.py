@@ -135,7 +135,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type, prefix: str
             if isinstance(default, tuple)
             else default
         )
-        help_text = comments.get(field.name, "") + ("" if default in (MISSING, None, False) else f" (default: {shown})")
+        unset = default in (MISSING, None, False) or shown in ("", ())  # an empty default says nothing
+        help_text = comments.get(field.name, "") + ("" if unset else f" (default: {shown})")
         names = [meta["flag"] or "--" + field.name.replace("_", "-"), *meta["aliases"]]
         options: Dict[str, Any] = {"dest": path, "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
         if default is MISSING:

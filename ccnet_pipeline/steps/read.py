@@ -55,4 +55,9 @@ class Reading(Counted):
     def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
         if not first_of_page(doc):  # a page split by language (lid.mixed) was read once
             return {}
-        return {"documents": 1, "invalid_date": 1} if doc["date_download"] is None else {"documents": 1}
+        counts = {"documents": 1}
+        if doc["date_download"] is None:
+            counts["invalid_date"] = 1
+        if doc.get("url_escaped"):  # a URL with bytes that are not UTF-8, percent-encoded
+            counts["url_bytes_escaped"] = 1
+        return counts

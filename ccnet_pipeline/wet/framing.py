@@ -108,6 +108,16 @@ class FramedRecord:
     def header(self, name: str) -> str:
         return self.headers.get(name.lower(), "")
 
+    def target_uri(self) -> Tuple[str, bool]:
+        """The WARC-Target-URI with any bytes that are not UTF-8 percent-encoded (``caf%E9``, as
+        browsers send them) rather than replaced, and whether it had such bytes."""
+        url = self.header("WARC-Target-URI")
+        if "\ufffd" not in url or (match := _RAW_TARGET_URI.search(self.head)) is None:
+            return url, False
+        decoded = match.group(1).decode("utf-8", errors="surrogateescape")
+        escaped = "".join(f"%{ord(c) - 0xDC00:02X}" if "\udc80" <= c <= "\udcff" else c for c in decoded)
+        return escaped, escaped != decoded
+
 
 @dataclass
 class BadFrame:
@@ -172,7 +182,11 @@ class Framer:
             detail = f"{window.end - head_end} content bytes, Content-Length {length}"
             return self.skip_bad(start, BadKind.TRUNCATED_RECORD, detail, head_end, record_id)
         if not self.followed_by_record(content_end):
-            detail = f"Content-Length {length} ends the record before its data does"
+            following = self.resync(head_end)
+            if following is not None and following < content_end:
+                detail = f"Content-Length {length} runs {content_end - following} bytes into the next record"
+            else:
+                detail = f"Content-Length {length} ends the record before its data does"
             return self.skip_bad(start, BadKind.WRONG_CONTENT_LENGTH, detail, head_end, record_id)
         yield FramedRecord(start, head, version, headers, window.get(head_end, content_end))
         window.release(content_end)
@@ -237,6 +251,7 @@ class Framer:
         return bad, None if window.end < content_end else self.resync(content_end)
 
 
+_RAW_TARGET_URI = re.compile(rb"\nWARC-Target-URI:[ \t]*([^\r\n]*?)[ \t]*\r?\n", re.IGNORECASE)
 _HEADER_LINE = re.compile(r"^([^:\r\n]+):[ \t]*([^\r\n]*?)[ \t]*\r?$", re.MULTILINE)
 
 

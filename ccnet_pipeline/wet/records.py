@@ -33,7 +33,7 @@ class BadKind(str, Enum):
     NON_CONVERSION = "non_conversion"  # a record other than warcinfo/conversion inside a WET file (a WARC given as WET)
     RECORD_TOO_LARGE = "record_too_large"  # content longer than the configured cap; skipped, never read into memory
     TRUNCATED_RECORD = "truncated_record"  # fewer content bytes than Content-Length announces
-    WRONG_CONTENT_LENGTH = "wrong_content_length"  # a Content-Length that ends the record before its data does
+    WRONG_CONTENT_LENGTH = "wrong_content_length"  # a Content-Length that does not end where the record's data does
     INVALID_UTF8 = "invalid_utf8"  # WET content that is not UTF-8
     HTML_IN_WET = "html_in_wet"  # a WET record holding HTML markup instead of extracted text
     EMPTY_RECORD = "empty_record"  # no text at all

@@ -172,14 +172,18 @@ class SegmentReader:
         if not body.strip() and not title.strip():
             return BadKind.EMPTY_RECORD, "no text"
         date = frame.header("WARC-Date")
-        return make_document(
-            url=frame.header("WARC-Target-URI"),
+        url, escaped = frame.target_uri()
+        doc = make_document(
+            url=url,
             date_download=date if valid_warc_date(date) else None,  # counted as read/invalid_date
             digest=digest,
             title=title,
             raw_content=body,
             cc_segment=self.cc_segment,
         )
+        if escaped:
+            doc["url_escaped"] = True  # not written: counted as read/url_bytes_escaped
+        return doc
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def test_the_driver_sums_passes_names_stalled_files_and_estimates_the_time_left(
     SegmentProgress(layout, "filter", 0, clock).update(2_000_000, 200)
     cache = {}
     now = clock.now + 10
-    states = read_passes(layout, cache, now)
+    states = read_passes(layout, cache, now, {"hash": {0, 1, 2}, "filter": {0, 1}})
     assert (states["hash"].files, states["hash"].bytes, states["hash"].documents) == (1, 5_000_000, 500)
     assert states["hash"].stalled == () and list(cache) == ["hash-00000.json"]  # the finished one, kept
     assert describe("hashing", states["hash"], 3, 10_000_000, now) == (
@@ -55,6 +55,10 @@ def test_the_driver_sums_passes_names_stalled_files_and_estimates_the_time_left(
     assert counts == (("hash", 1, 5_000_000, 500), ("filter", 0, 2_000_000, 200))
     assert line.startswith("hashing 1/3 files, 5.0 MB of 10.0 MB") and "; filtering 0/2 files, 2.0 MB of 5.0 MB" in line
     assert stalled == {1: "no progress on b.warc.wet.gz for 2m05s", 0: "no progress on a.warc.wet.gz for 2m05s"}
+    # resumed: an earlier run hashed file 0, this one hashes the two others (never "hashing 1/0 files")
+    resumed = [Pass("hash", "hashing", (1, 2))]
+    _, line, _ = progress_lines(layout, segments, resumed, [4_000_000, 1_000_000, 5_000_000], {}, later)
+    assert line.startswith("hashing 0/2 files, 1.0 MB of 6.0 MB")
 
 
 def test_reporting_prints_a_line_when_progress_changes(tmp_path, capsys):

@@ -238,6 +238,21 @@ def test_a_wrong_content_length_is_counted_once(container):
     assert kinds == ["doc", "wrong_content_length", "doc"]
 
 
+def test_the_wrong_content_length_says_which_way_it_is_wrong():
+    text = b"A title\nSome text that is fine on its own."
+    good = _good_records()
+    for declared, detail in [
+        (10, "Content-Length 10 ends the record before its data does"),
+        (len(text) + 5000, f"Content-Length {len(text) + 5000} runs "),
+    ]:
+        items = list(
+            read_segment(io.BytesIO(b"".join([good[0], _plain_record(_headers(declared), text), *good[1:]])), "x")
+        )
+        (bad,) = [item for _, item in items if isinstance(item, BadRecord)]
+        assert bad.detail.startswith(detail), bad.detail
+    assert bad.detail.endswith(" bytes into the next record")
+
+
 def test_a_long_line_after_a_corrupt_member_is_read_in_linear_time():
     """The hang of issue 27: a corrupt member, then a member whose record has a wrong
     Content-Length and 32 MiB without a newline (warcio's line reader took 12-26 s on it)."""
@@ -283,3 +298,16 @@ def test_an_invalid_warc_date_keeps_the_document_with_a_null_date():
         dates[3],
         "missing_header",
     ]
+
+
+def test_url_bytes_that_are_not_utf8_are_percent_encoded_and_counted():
+    from ccnet_pipeline.steps.read import Reading
+
+    text = b"Title\nSome text that is fine on its own."
+    latin1 = _plain_record(_headers(len(text), **{"WARC-Target-URI": "https://example.org/cafXX?q=1"}), text)
+    utf8 = _plain_record(
+        _headers(len(text), **{"WARC-Target-URI": "https://example.org/café", "WARC-Record-ID": "<urn:uuid:2>"}), text
+    )
+    docs = [doc for _, doc in read_segment(io.BytesIO(latin1.replace(b"cafXX", b"caf\xe9") + utf8), "x")]
+    assert [doc["url"] for doc in docs] == ["https://example.org/caf%E9?q=1", "https://example.org/café"]
+    assert [Reading.counts(doc, "kept").get("url_bytes_escaped", 0) for doc in docs] == [1, 0]
