@@ -70,7 +70,9 @@ class SampleConfig:
     junk_rate: float = 0.05  # share of near-empty pages
     mixed_rate: float = 0.02  # share of pages mixing three languages line by line
     spam_rate: float = 0.06  # share of product-list / keyword-stuffing pages of rare words
-    near_duplicate_rate: float = 0.02  # pages added per file that copy a published article with a word more on every line
+    near_duplicate_rate: float = (
+        0.02  # pages added per file that copy a published article with a word more on every line
+    )
     bad_records: bool = True  # add one corrupt gzip member, invalid UTF-8 and an empty record
 
     def __post_init__(self):
@@ -178,7 +180,7 @@ def generate_pages(config: SampleConfig) -> List[List[WetPage]]:
 
 
 def _add_near_duplicates(
-    segments: List[List[WetPage]], published: List[WetPage], languages: Dict[str, "_Language"], config: SampleConfig
+    segments: List[List[WetPage]], published: List[WetPage], languages: Dict[str, _Language], config: SampleConfig
 ) -> None:
     """Copies of published articles, as a feed republishes them: the byline and the body without
     the site's boilerplate, under a tracking parameter, each body line with one word more. No body
