@@ -137,11 +137,10 @@ SAMPLING ?=
 TOK   ?= out/tokenizer
 VOCAB ?= 250000
 # The later steps read the corpus in OUT as it is (whatever LANGS made it): `make corpus` mines
-# it again; only an OUT without a finished corpus is mined first.
-$(OUT)/_work/complete:
-	$(MAKE) --no-print-directory corpus
-tokenizer: $(OUT)/_work/complete
-	@echo "tokenizer: from the corpus in $(OUT) ($$(ls -d $(OUT)/*/ | grep -v -e _work -e quarantine | wc -l) languages; make corpus mines it again)"
+# it again; only a local OUT without a finished corpus is mined first.
+tokenizer: $(VENV)/.installed
+	@case "$(OUT)" in *://*) ;; *) [ -e "$(OUT)/_work/complete" ] || $(MAKE) --no-print-directory corpus ;; esac
+	@echo "tokenizer: from the corpus in $(OUT) (make corpus mines it again)"
 	$(PY) -m tokenizer train --corpus $(OUT) --out $(TOK) --vocab-size $(VOCAB) $(if $(SAMPLING),--sampling $(SAMPLING))
 
 # Training blocks of TOKENS_PER_SAMPLE ids per language, for the trainer.
