@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DedupConfig
@@ -15,7 +15,7 @@ from filters.stage import Stage
 from lid.mixed import MixedPages
 from lid.model import LanguageFilter, LidConfig
 from toolkit import storage
-from toolkit.cli import flag, parse_size
+from toolkit.cli import flag, from_dict, parse_size
 from toolkit.corpus import OUTPUT_FORMATS, Layout
 
 NEAR_DEDUP_MODES = ("off", "minhash")
@@ -121,3 +121,9 @@ class ImportConfig:
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def saved_config(data: Dict[str, Any]) -> Union[MineConfig, ImportConfig]:
+    """The config a corpus manifest saved (``CorpusManifest.config``), read back as the job's own:
+    the mine job's, or import-ccnet's (which has no language ID)."""
+    return from_dict(MineConfig if "lid" in data else ImportConfig, data)

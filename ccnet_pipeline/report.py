@@ -11,7 +11,8 @@ from __future__ import annotations
 import textwrap
 from typing import Dict, List, Tuple
 
-from lid.model import SCORE_BINS, language_thresholds
+from ccnet_pipeline.config import MineConfig, saved_config
+from lid.model import SCORE_BINS
 from toolkit import storage
 from toolkit.corpus import Layout
 
@@ -26,9 +27,10 @@ OUTCOMES = (  # bottom to top: the few dropped documents sit at the foot of the 
 
 
 def thresholds_of(manifest: Dict) -> Dict[str, float]:
-    """Each selected language's threshold in a corpus's manifest (its own, else the default)."""
-    lid = manifest.get("config", {}).get("lid", {})
-    return language_thresholds(lid.get("languages", []), lid.get("thresholds", []), lid.get("threshold", 0.5))
+    """Each selected language's threshold, as the job that wrote the corpus applied it (its saved
+    config read back: ``LidConfig.threshold_of``); none for a corpus import-ccnet converted."""
+    config = saved_config(manifest.get("config", {}))
+    return config.lid.threshold_of() if isinstance(config, MineConfig) else {}
 
 
 def report_rows(stats: Dict, thresholds: Dict[str, float]) -> List[Dict]:

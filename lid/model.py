@@ -124,18 +124,13 @@ class LidConfig:
                 raise ValueError(f"threshold must be in [0, 1], got {value} for {name}")
         if not self.languages:
             raise ValueError("at least one language must be selected")
-        # A path on shared storage (gs://, s3://, ...) is checked and fetched by the pipeline.
-        if "://" not in self.model_path and not Path(self.model_path).is_file():
-            raise FileNotFoundError(f"LID model file not found: {self.model_path}")
+        # The model file is checked when a job is built (LanguageIdentifier.model), not here: a
+        # config read back from a manifest names a file of the machine that ran the job.
 
     def threshold_of(self) -> Dict[str, float]:
-        return language_thresholds(self.languages, self.thresholds, self.threshold)
-
-
-def language_thresholds(languages, thresholds, default: float) -> Dict[str, float]:
-    """Each of ``languages``' threshold: its own from the (language, threshold) pairs, else ``default``."""
-    own = {language: float(value) for language, value in thresholds}
-    return {language: own.get(language, default) for language in languages}
+        """Each selected language's threshold: its own from ``thresholds``, else ``threshold``."""
+        own = dict(self.thresholds)
+        return {language: own.get(language, self.threshold) for language in self.languages}
 
 
 class LanguageIdentifier:
@@ -152,6 +147,8 @@ class LanguageIdentifier:
         if self._model is None:
             import fasttext
 
+            if not Path(self.model_path).is_file():
+                raise FileNotFoundError(f"LID model file not found: {self.model_path}")
             try:
                 self._model = fasttext.load_model(self.model_path)
             except ValueError as error:  # fastText's error for a file it cannot parse
