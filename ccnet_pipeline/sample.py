@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import textwrap
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Dict, List, Tuple
@@ -70,9 +71,7 @@ class SampleConfig:
     junk_rate: float = 0.05  # share of near-empty pages
     mixed_rate: float = 0.02  # share of pages mixing three languages line by line
     spam_rate: float = 0.06  # share of product-list / keyword-stuffing pages of rare words
-    near_duplicate_rate: float = (
-        0.02  # pages added per file that copy a published article with a word more on every line
-    )
+    near_duplicate_rate: float = 0.02  # share of pages added as feed copies of articles (near-duplicates)
     bad_records: bool = True  # add one corrupt gzip member, invalid UTF-8 and an empty record
 
     def __post_init__(self):
@@ -183,18 +182,17 @@ def _add_near_duplicates(
     segments: List[List[WetPage]], published: List[WetPage], languages: Dict[str, _Language], config: SampleConfig
 ) -> None:
     """Copies of published articles, as a feed republishes them: the byline and the body without
-    the site's boilerplate, under a tracking parameter, each body line with one word more. No body
-    line is any other page's (line dedup keeps them), yet each copy is a near-duplicate of its
-    original (word 5-gram Jaccard about 0.9: ``--near-dedup minhash`` drops it). Drawn from a
-    random stream of their own, so that the other pages stay as they were."""
+    the site's boilerplate, wrapped at other line breaks, under a tracking parameter. Hardly a line
+    is another page's (line dedup keeps them), yet each copy is a near-duplicate of its original
+    (``--near-dedup minhash`` drops it). Drawn from a random stream of their own, so that the
+    other pages stay as they were."""
     rng = random.Random(config.seed + 2)
     count = round(config.near_duplicate_rate * config.docs_per_segment)
     for segment, pages in enumerate(segments):
         for number in range(min(count, len(published))):
             original = rng.choice(published)
-            words = languages[original.language].words[:300]
             lines = original.text.split("\n")  # the site's header (3 lines), a byline, the body, the footer (3)
-            lines = lines[3:4] + [f"{line} {rng.choice(words)}" for line in lines[4:-3]]
+            lines = lines[3:4] + textwrap.wrap(" ".join(lines[4:-3]), width=rng.randint(60, 100))
             url = f"{original.url}?utm_source=feed&n={segment}-{number}"
             copy = WetPage(url, original.date, original.title, "\n".join(lines), original.language)
             pages.insert(rng.randrange(len(pages) + 1), copy)

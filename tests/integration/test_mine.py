@@ -226,7 +226,7 @@ def test_generated_sample_runs_and_loads_in_datasets_and_duckdb(sample, tmp_path
     out = tmp_path / "corpus"
     stats = mine(sample, out, "--langs", "en,de,fr,es,ru,zh,ar,hi,ja,vi,ur,is")
     manifest = json.loads((out / "manifest.json").read_text())
-    assert stats["documents_read"] == 400
+    assert stats["documents_read"] == 408  # 2 files of 200 pages and 4 feed copies each
     assert stats["bad_records"] == {"corrupt_gzip": 1, "empty_record": 1, "invalid_utf8": 1}
     assert stats["lines_removed_by_dedup"] > 0 and stats["dropped"]["too_short"] > 0
     assert stats["dropped"]["not_selected"] > 0  # it, pl, tr, nl pages
