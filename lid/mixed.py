@@ -3,15 +3,16 @@ lines become a row of their own (``split``), or the page is dropped as ``mixed``
 
 CCNet identifies a page as a whole and keeps its top label (``keep``, the ccnet mode's only
 choice): a page with a paragraph each in Hindi, Vietnamese and French can come out as Scottish
-Gaelic at 0.3. Here a page that the spaced mode's identifier (CLD3 included) does not give one
-language with at least ``WHOLE`` is read line by line: each line of at least ``MIN_LINE_CHARS``
-characters is identified, and a language is *in* the page when its lines scored at least ``SURE``
-hold ``MIN_PART_BYTES`` bytes of UTF-8 or more (bytes, so that a Chinese paragraph weighs what
-its translation does). A page with one such language (or none) goes on whole, as before; a page
-with several is split: every line goes to the language of the nearest sure line before it (after
-it, for the first lines), and each language's lines, in page order, make one part. A part is then a document like any other: quality signals are its
-page's, language ID identifies the part as a whole and its threshold keeps or drops it (a page
-kept whole goes on with the identification it got here).
+Gaelic at 0.3. Here a page is read line by line unless the spaced mode's identifier (CLD3
+included) gives it one language with at least ``WHOLE`` and it is written in one script
+(``one_script``): each line of at least ``MIN_LINE_CHARS`` characters is identified, and a
+language is *in* the page when its lines scored at least ``SURE`` hold ``MIN_PART_BYTES`` bytes
+of UTF-8 or more (bytes, so that a Chinese paragraph weighs what its translation does). A page
+with one such language (or none) goes on whole, as before; a page with several is split: every
+line goes to the language of the nearest sure line before it (after it, for the first lines),
+and each language's lines, in page order, make one part. A part is then a document like any
+other: quality signals are its page's, language ID identifies the part as a whole and its
+threshold keeps or drops it (a page kept whole goes on with the identification it got here).
 
 A part keeps its page's url, digest, title and ``original_*`` counts; ``line_ids`` says which
 lines of the page it holds, and ``page`` (not written to the shards) its number and its page's
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
+import numpy as np
+
 from filters.document import Document
 from filters.stage import Result, Stage
 from lid.model import LanguageIdentifier, LidConfig
@@ -29,9 +32,46 @@ from lid.model import LanguageIdentifier, LidConfig
 MIN_LINE_CHARS = 40  # shorter lines (menus, dates, names) are not identified: they follow their neighbours
 SURE = 0.7  # a line whose language scores this much counts towards it
 MIN_PART_BYTES = 150  # bytes of sure lines a language needs to be in the page (a sentence or two)
-WHOLE = 0.95  # a page whose whole text scores this much for one language is not read line by line
+WHOLE = 0.95  # a page in one script whose whole text scores this much for one language is not read line by line
 MAX_PARTS = 8  # a page in more languages than this is dropped as mixed (a list of translations)
 MIXED = "mixed"  # the drop reason
+
+
+# Code points where scripts start and end (Latin, Greek, Cyrillic, Armenian, Hebrew, Arabic,
+# Devanagari, Bengali, the other Indic scripts, Thai to Myanmar, Georgian, Ethiopic, Khmer, kana
+# and Han together as Japanese writes them, Hangul); anything else counts as no script.
+_SCRIPT_RANGES = (
+    (0x41, 0x24F), (0x370, 0x3FF), (0x400, 0x52F), (0x530, 0x58F), (0x590, 0x5FF), (0x600, 0x8FF),
+    (0x900, 0x97F), (0x980, 0x9FF), (0xA00, 0xDFF), (0xE00, 0x109F), (0x10A0, 0x10FF), (0x1100, 0x11FF),
+    (0x1200, 0x137F), (0x1780, 0x17FF), (0x3040, 0x30FF), (0x3130, 0x318F), (0x3400, 0x9FFF),
+    (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFB50, 0xFEFF),
+)  # fmt: skip
+_SCRIPT_OF = {  # range index -> script (Hangul's two ranges, Han's and Arabic's presentation forms merged)
+    i: {11: 15, 16: 14, 17: 15, 18: 14, 19: 5}.get(i, i) for i in range(len(_SCRIPT_RANGES))
+}
+_STARTS = np.array([start for start, _ in _SCRIPT_RANGES])
+_ENDS = np.array([end for _, end in _SCRIPT_RANGES])
+_MERGE = np.array([_SCRIPT_OF[i] for i in range(len(_SCRIPT_RANGES))])
+
+
+def other_script_bytes(text: str) -> int:
+    """UTF-8 bytes of the text's letters in other scripts than its main one (by bytes, as
+    ``languages_in`` weighs languages; Latin's punctuation and digits count as Latin, anything
+    outside ``_SCRIPT_RANGES`` as no script)."""
+    points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    where = np.searchsorted(_STARTS, points, side="right") - 1
+    inside = (where >= 0) & (points <= _ENDS[np.maximum(where, 0)])
+    size = 1 + (points >= 0x80) + (points >= 0x800)  # UTF-8 bytes, none of these ranges needs 4
+    weights = np.bincount(_MERGE[where[inside]], weights=size[inside], minlength=len(_SCRIPT_RANGES))
+    return int(weights.sum() - weights.max())
+
+
+def one_script(text: str) -> bool:
+    """Whether the text has less than ``MIN_PART_BYTES`` of letters outside its main script: a
+    page whose whole-text language ID is sure can still hold a paragraph in another script that
+    fastText's words miss (a page of Ukrainian, Japanese and Chinese paragraphs reads as
+    Ukrainian at 0.996)."""
+    return other_script_bytes(text) < MIN_PART_BYTES
 
 
 def languages_in(labels: Sequence[Optional[tuple]], lines: Sequence[str]) -> List[str]:
@@ -113,7 +153,10 @@ class MixedPages(Stage):
     def apply_batch(self, docs: Sequence[Document]):
         """Per page, the page (kept whole), its parts (a list of results), or the page dropped as mixed."""
         whole = self.identifier.predict([doc["raw_content"] for doc in docs])
-        lines = [doc["raw_content"].split("\n") if score < WHOLE else [] for doc, (_, score) in zip(docs, whole)]
+        lines = [
+            doc["raw_content"].split("\n") if score < WHOLE or not one_script(doc["raw_content"]) else []
+            for doc, (_, score) in zip(docs, whole)
+        ]
         wanted = [(d, i) for d, page in enumerate(lines) for i, line in enumerate(page) if len(line) >= MIN_LINE_CHARS]
         predicted = self.identifier.predict([lines[d][i] for d, i in wanted])
         labels: List[List[Optional[tuple]]] = [[None] * len(page) for page in lines]

@@ -77,6 +77,18 @@ def test_drop_mode_drops_a_mixed_page_with_a_reason(lid_model):
     assert result[1] == MIXED
 
 
+def test_a_page_in_two_scripts_is_read_line_by_line_however_sure_the_whole_is(lid_model):
+    from lid.mixed import one_script
+
+    assert one_script(TEXT["en"] + "\n" + TEXT["fr"]) and one_script("日本語のテキスト、漢字とかな")
+    chinese = "图书馆每天早上九点开门，周末也向所有读者开放，志愿者给孩子们读故事。" * 2
+    page = document("\n".join([TEXT["ru"], TEXT["ru"] + " Спасибо.", chinese]))
+    assert not one_script(page["raw_content"])
+    split, _ = stages(lid_model)
+    (parts,) = split.apply_batch([page])
+    assert isinstance(parts, list) and len(parts) == 2
+
+
 def test_line_assignment():
     labels = [None, ("en", 0.9), ("fr", 0.3), None, ("de", 0.95), ("de", 0.99)]
     lines = ["x", "a" * 200, "b" * 200, "y", "c" * 100, "d" * 60]
@@ -153,10 +165,9 @@ def test_held_out_pages_in_three_languages(lid_model, mode):
             outcome["mixed", "whole, under a language of the page"] == 41 and outcome["mixed", "whole, elsewhere"] == 2
         )
     else:
-        assert (
-            outcome["mixed", "split"] == 58 and outcome["mixed", "kept parts, all under a language of the page"] == 167
-        )
-        assert (
-            outcome["mixed", "whole, under a language of the page"] == 2 and outcome["mixed", "whole, elsewhere"] == 0
-        )
+        assert outcome["mixed", "split"] == 59
+        assert outcome["mixed", "kept parts, all under a language of the page"] == 170
+        # the one left whole: its Indonesian and Swahili lines read as ms at 0.33 and sw at 0.51, unsure
+        assert outcome["mixed", "whole, under a language of the page"] == 1
+        assert outcome["mixed", "whole, elsewhere"] == 0
     assert outcome["single", "split"] == 0 and outcome["single", "whole, under a language of the page"] == 264
