@@ -89,4 +89,6 @@ def test_make_corpus_runner_flink_runs_the_job_there(job, tmp_path):
     assert manifest["pipeline_options"]["runner"] == "PortableRunner"
     assert manifest["pipeline_options"]["parallelism"] == 2
     read = lambda output: json.loads((output / "stats.json").read_text())["documents_read"]
-    assert read(tmp_path / "corpus") == read(Path(job.output)) == 1224  # 4 x (300 + 6 feed copies); the Makefile's LID settings differ
+    assert (
+        read(tmp_path / "corpus") == read(Path(job.output)) == 1224
+    )  # 4 x (300 + 6 feed copies); the Makefile's LID settings differ
