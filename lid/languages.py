@@ -4,7 +4,8 @@ Five romanized variants (``*_rom``), Burmese in the
 Zawgyi encoding (``my_zaw``) and Traditional Chinese (``zh_Hant``) are separate languages in
 XLM-R; lid.176 has no label for them (it says ``hi``, ``my``, ``zh`` or guesses another Latin
 language), while script-aware models such as GlotLID and OpenLID (``__label__hin_Latn``,
-``__label__zho_Hant``) do.
+``__label__zho_Hant``) have some. The spaced mode tells ``zh_Hant`` by its characters and
+``my_zaw`` with Myanmar Tools (``lid.second``).
 """
 
 from __future__ import annotations
@@ -82,8 +83,10 @@ def _map(label: str, by_iso_alone: bool) -> str:
 #  - zh/zh_Hant: lid.176 has one ``zh`` for both scripts. Rule: ``zh`` is ``zh_Hant`` when its
 #    Traditional-only characters outnumber its Simplified-only ones (``is_traditional_chinese``:
 #    all 701 Traditional and 701 Simplified SIB-200 sentences told apart).
-#  - the romanized variants (``hi_rom``...) and ``my_zaw``: lid.176 has no label for them and no
-#    labelled data here has them, so no rule: use a script-aware model (GlotLID's ``hin_Latn``).
+#  - my/my_zaw: lid.176 says ``my`` of Burmese in either encoding; Myanmar Tools tells Zawgyi
+#    (``lid.second``).
+#  - the romanized variants (``hi_rom``...): lid.176 has no label for them and no labelled data
+#    here has them, so no rule: use a script-aware model (GlotLID's ``hin_Latn``).
 class Twin(NamedTuple):
     label: str  # the language a LID model says
     twin: str  # the XLM-R language it says it for
@@ -141,10 +144,10 @@ def apply_rules(languages: Sequence[str], probabilities: Sequence[float], text: 
 
 def languages_without_label(model_languages: Iterable[str], languages: Iterable[str], rules: bool) -> Tuple[str, ...]:
     """Of ``languages``, those a model whose labels map to ``model_languages`` never gives
-    (with the rules, ``zh`` also gives ``zh_Hant``)."""
+    (with the spaced mode's rules, ``zh`` also gives ``zh_Hant``, ``my`` also ``my_zaw``, and
+    CLD3 its languages, ``lid.second``)."""
     given = set(model_languages)
-    if rules and "zh" in given:
-        given.add("zh_Hant")
-    if rules:
+    if rules:  # zh_Hant by is_traditional_chinese, my_zaw by Myanmar Tools, CLD3's languages
+        given.update(variant for language, variant in (("zh", "zh_Hant"), ("my", "my_zaw")) if language in given)
         given.update(SECOND_COVERED)
     return tuple(code for code in languages if code not in given)

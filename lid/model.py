@@ -6,7 +6,7 @@ threshold, and stored rounded. ``spaced`` turns newlines into spaces, so that th
 line and the first of the next are not read as one word, keeps the exact probability, applies
 the confusable-language rules of ``lid.languages`` to the top two labels, asks a second
 identifier (CLD3, ``lid.second``) where the fastText model is unsure, for the languages lid.176
-has no label for, and takes each language's own threshold from a calibrated file
+has no label for, tells Zawgyi Burmese from Unicode Burmese (Myanmar Tools, ``lid.second``), and takes each language's own threshold from a calibrated file
 (``python -m lid calibrate``)."""
 
 from __future__ import annotations
@@ -183,6 +183,8 @@ class LanguageIdentifier:
             )
             if score < CONSULTED_BELOW:
                 language, score = self.second.identify(cleaned[i]) or (language, score)
+            if language == "my" and self.second.is_zawgyi(cleaned[i]):
+                language = "my_zaw"
             results[i] = (language, min(score, 1.0))
         return results
 

@@ -83,10 +83,12 @@ def test_traditional_chinese_is_told_from_simplified():
 
 
 def test_languages_without_label():
-    lid176_like = ["en", "zh", "sw", "ceb"]
-    # the rules tell zh_Hant from zh, CLD3 (lid.second) gives ha and xh; nothing gives my_zaw
-    assert languages_without_label(lid176_like, ["en", "ha", "zh_Hant", "xh", "my_zaw"], rules=True) == ("my_zaw",)
-    assert languages_without_label(lid176_like, ["en", "ha", "zh_Hant", "xh"], rules=False) == ("ha", "zh_Hant", "xh")
+    lid176_like = ["en", "zh", "my", "sw", "ceb"]
+    # the rules tell zh_Hant from zh, Myanmar Tools my_zaw from my, CLD3 (lid.second) gives ha and xh; nothing gives hi_rom
+    wanted = ["en", "ha", "zh_Hant", "xh", "my_zaw", "hi_rom"]
+    assert languages_without_label(lid176_like, wanted, rules=True) == ("hi_rom",)
+    assert languages_without_label(lid176_like, wanted, rules=False) == ("ha", "zh_Hant", "xh", "my_zaw", "hi_rom")
+    assert languages_without_label(["en"], ["my_zaw"], rules=True) == ("my_zaw",)  # a model without my
 
 
 def test_parse_languages():

@@ -1,8 +1,9 @@
-"""The second identifier (CLD3, lid.second) for the XLM-R languages lid.176 has no label for."""
+"""The second identifiers (CLD3 and Myanmar Tools, lid.second) for the XLM-R languages lid.176 has no label for."""
 
 import pickle
 
 import pytest
+from mmfont.converter import uni512zg1
 
 import lid.model
 from lid.calibrate import build_documents, labelled_sentences, outcomes, predict
@@ -32,9 +33,22 @@ def test_the_spaced_mode_identifies_the_languages_lid176_lacks(lid_model):
     assert [language for language, _ in spaced.predict([TEXT["en"], TEXT["fr"], TEXT["de"]])] == ["en", "fr", "de"]
 
 
+# Written for this test, in Unicode Burmese; mmfont's converter (Parabaik's rules) gives its Zawgyi.
+BURMESE = "မင်္ဂလာပါ။ ကျွန်တော် ရန်ကုန်မြို့မှာ နေပါတယ်။ ဒီနေ့ ရာသီဥတု အရမ်းကောင်းပါတယ်။ ကလေးတွေ ကျောင်းကို သွားကြပါတယ်။"
+
+
+def test_the_spaced_mode_tells_zawgyi_burmese_from_unicode(lid_model):
+    zawgyi = uni512zg1(BURMESE)
+    assert zawgyi != BURMESE
+    spaced = LanguageIdentifier(lid_model, "spaced")
+    assert [language for language, _ in spaced.predict([BURMESE, zawgyi, TEXT["en"]])] == ["my", "my_zaw", "en"]
+    assert SecondIdentifier().is_zawgyi(zawgyi) and not SecondIdentifier().is_zawgyi(BURMESE)
+
+
 def test_the_ccnet_mode_stays_ccnets(lid_model):
     ccnet = LanguageIdentifier(lid_model, "ccnet")
     assert not {language for language, _ in ccnet.predict(list(NEW.values()))} & set(NEW)
+    assert [language for language, _ in ccnet.predict([uni512zg1(BURMESE)])] == ["my"]
 
 
 def test_oromo_is_told_from_somali_by_its_apostrophes():
@@ -46,8 +60,9 @@ def test_oromo_is_told_from_somali_by_its_apostrophes():
 def test_a_used_identifier_pickles_without_its_model(lid_model):
     spaced = LanguageIdentifier(lid_model, "spaced")
     spaced.predict([NEW["ha"]])
+    spaced.predict([uni512zg1(BURMESE)])
     copy = pickle.loads(pickle.dumps(spaced.second))
-    assert copy.identify(NEW["xh"])[0] == "xh"
+    assert copy.identify(NEW["xh"])[0] == "xh" and copy.is_zawgyi(uni512zg1(BURMESE))
 
 
 SIB_200 = SHARED_DATA / "eval" / "sib-200"
@@ -67,3 +82,20 @@ def test_on_held_out_text_the_new_languages_are_kept_right_and_no_other_loses(li
     assert after["om"].kept_wrong == 2  # Oromo documents with x's taken for Somali
     others = set(after) & set(XLMR_CODES) - set(NEW)
     assert all(after[language] == before[language] for language in others)
+
+
+@pytest.mark.skipif(not SIB_200.is_dir(), reason="../shared/data/eval/sib-200 not present")
+def test_every_burmese_document_is_told_from_its_zawgyi_conversion(lid_model):
+    """SIB-200's 1,004 Burmese sentences (every split), documents of 5, and each converted to
+    Zawgyi: lid.176 says my of both; Myanmar Tools tells them apart."""
+    documents = build_documents((s for s in labelled_sentences([str(SIB_200)]) if s[1] == "my"), 5)
+    unicode_texts = [doc.text for doc in documents]
+    zawgyi_texts = [uni512zg1(text) for text in unicode_texts]
+    spaced = LanguageIdentifier(lid_model, "spaced")
+    assert len(documents) == 200
+    assert {language for language, _ in spaced.predict(unicode_texts)} == {"my"}
+    zawgyi = spaced.predict(zawgyi_texts)
+    assert {language for language, _ in zawgyi} == {"my_zaw"}
+    assert (
+        min(score for _, score in zawgyi) > 0.98
+    )  # kept at the default threshold (no labelled Zawgyi to calibrate on)
