@@ -21,6 +21,7 @@ from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.download import DownloadConfig, DumpSelection
 from ccnet_pipeline.report import MIN_DOCUMENTS
 from ccnet_pipeline.sample import SampleConfig
+from ccnet_pipeline.stats import JobStats
 from filters.perplexity import LanguageModel, available_languages
 from lid.languages import languages_without_label
 from lid.model import LanguageIdentifier, LidConfig
@@ -139,28 +140,28 @@ def _run_once(layout: Layout, run_job) -> int:
     return 0
 
 
-def _print_summary(stats: Dict, output: str) -> None:
-    print(f"read {stats['documents_read']} documents from {stats['segments']} segments into {output}")
+def _print_summary(stats: JobStats, output: str) -> None:
+    print(f"read {stats.documents_read} documents from {stats.segments} segments into {output}")
     print(
-        f"dedup removed {stats['lines_removed_by_dedup']} lines; dropped: {stats['dropped']}; bad records: {stats['bad_records']}"
+        f"dedup removed {stats.lines_removed_by_dedup} lines; dropped: {stats.dropped}; bad records: {stats.bad_records}"
     )
-    mixed = stats.get("mixed_pages", {})
-    if mixed.get("split"):
-        print(f"{mixed['split']} pages in several languages split into {mixed['parts']} rows, one per language")
-    if mixed.get("dropped"):
-        print(f"{mixed['dropped']} pages in several languages dropped as mixed")
-    if "near_dedup/rounds" in stats["counters"]:
-        print(f"near-dedup dropped {stats['dropped'].get('near_duplicate', 0)} near-duplicate documents")
-    invalid_dates = stats["counters"].get("read/invalid_date", 0)
+    mixed = stats.mixed_pages
+    if mixed.split:
+        print(f"{mixed.split} pages in several languages split into {mixed.parts} rows, one per language")
+    if mixed.dropped:
+        print(f"{mixed.dropped} pages in several languages dropped as mixed")
+    if "near_dedup/rounds" in stats.counters:
+        print(f"near-dedup dropped {stats.dropped.get('near_duplicate', 0)} near-duplicate documents")
+    invalid_dates = stats.counters.get("read/invalid_date", 0)
     if invalid_dates:
         print(f"{invalid_dates} documents have no valid WARC-Date: kept, with a null date_download")
-    escaped = stats["counters"].get("read/url_bytes_escaped", 0)
+    escaped = stats.counters.get("read/url_bytes_escaped", 0)
     if escaped:
         print(f"{escaped} URLs have bytes that are not UTF-8: kept, those bytes percent-encoded (caf%E9)")
     print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")
-    for language, buckets in sorted(stats["output"].items()):
-        counts = "".join(f"{buckets.get(b, {}).get('documents', 0):8d}" for b in ("head", "middle", "tail", "all"))
-        characters = sum(v["characters"] for v in buckets.values())
+    for language, buckets in sorted(stats.output.items()):
+        counts = "".join(f"{buckets[b].documents if b in buckets else 0:8d}" for b in ("head", "middle", "tail", "all"))
+        characters = sum(bucket.characters for bucket in buckets.values())
         print(f"  {language:9s}{counts}{characters:12d}")
 
 

@@ -16,7 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
-from ccnet_pipeline.stats import job_stats, sum_counters
+from ccnet_pipeline.stats import JobStats, sum_counters
 from ccnet_pipeline.steps.batches import (
     BAD,
     COUNTERS,
@@ -200,7 +200,7 @@ def cutoffs_used(cutoffs: Cutoffs, buckets: BucketConfig) -> Dict[str, Dict[str,
 
 
 def write_manifest_and_stats(
-    summaries: List[Dict],
+    files: List[ShardEntry],
     layout: Layout,
     output_format: str,
     config: Dict,
@@ -211,8 +211,7 @@ def write_manifest_and_stats(
     """OUT/stats.json (every counter, from the committed segments and the written files) and
     OUT/manifest.json (``CorpusManifest``): every file, the perplexity cutoffs used and the
     exact config that produced them."""
-    storage.write_json(layout.stats, job_stats(counters, summaries))
-    files = [ShardEntry(**summary) for summary in summaries]
+    storage.write_json(layout.stats, JobStats.from_counters(counters, files).to_json())
     CorpusManifest(output_format, files, cutoffs, config, options).write(layout.root)
 
 
@@ -226,7 +225,7 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     return PipelineOptions(args)
 
 
-def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Optional[Dict]:
+def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Optional[JobStats]:
     """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
     resuming after the segments an earlier run committed; returns the stats it wrote (None
     after a dry run, which translates the job and runs nothing)."""
@@ -311,7 +310,7 @@ def job_counters(result, namespace: str = NAMESPACE) -> Dict[str, int]:
     return dict(sorted(totals.items()))
 
 
-def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[str]) -> Optional[Dict]:
+def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[str]) -> Optional[JobStats]:
     """Convert CCNet output ``files`` into a Parquet corpus at ``config.output`` (shards,
     manifest, stats, quarantine); returns the stats it wrote."""
     pipeline, options = new_pipeline(beam_args)
@@ -343,10 +342,10 @@ def is_complete(layout: Layout) -> bool:
     return storage.exists(layout.complete)
 
 
-def finished_stats(layout: Layout) -> Optional[Dict]:
+def finished_stats(layout: Layout) -> Optional[JobStats]:
     """The stats.json of the finished job at ``layout``; None when nothing is marked done (a
     dry run translated the job and ran nothing)."""
-    return storage.read_json(layout.stats) if is_complete(layout) else None
+    return JobStats.from_dict(storage.read_json(layout.stats)) if is_complete(layout) else None
 
 
 def mark_complete(layout: Layout) -> None:

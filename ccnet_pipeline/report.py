@@ -12,6 +12,7 @@ import textwrap
 from typing import Dict, List, Tuple
 
 from ccnet_pipeline.config import MineConfig, saved_config
+from ccnet_pipeline.stats import JobStats, LabelScores
 from lid.model import SCORE_BINS
 from toolkit import storage
 from toolkit.corpus import Layout
@@ -33,22 +34,22 @@ def thresholds_of(manifest: Dict) -> Dict[str, float]:
     return config.lid.threshold_of() if isinstance(config, MineConfig) else {}
 
 
-def report_rows(stats: Dict, thresholds: Dict[str, float]) -> List[Dict]:
-    """One row per top-1 label: kept, dropped below threshold, not selected, the share
-    dropped, and its threshold (None for a label not selected)."""
+def report_rows(language_id: Dict[str, LabelScores], thresholds: Dict[str, float]) -> List[Dict]:
+    """One row per top-1 label (stats.json's ``language_id``): kept, dropped below threshold,
+    not selected, the share dropped, and its threshold (None for a label not selected)."""
     rows = []
-    for label, entry in stats.get("language_id", {}).items():
-        total = entry["kept"] + entry["below_threshold"] + entry["not_selected"]
+    for label, entry in language_id.items():
+        total = entry.documents
         rows.append(
             {
                 "label": label,
                 "documents": total,
-                "kept": entry["kept"],
-                "below_threshold": entry["below_threshold"],
-                "not_selected": entry["not_selected"],
-                "dropped_share": (total - entry["kept"]) / total if total else 0.0,
+                "kept": entry.kept,
+                "below_threshold": entry.below_threshold,
+                "not_selected": entry.not_selected,
+                "dropped_share": (total - entry.kept) / total if total else 0.0,
                 "threshold": thresholds.get(label),
-                "histograms": entry["histograms"],
+                "histograms": entry.histograms,
             }
         )
     return sorted(rows, key=lambda row: (-row["documents"], row["label"]))
@@ -153,18 +154,18 @@ def report(output: str, png: str, min_documents: int = MIN_DOCUMENTS) -> str:
     """The table of a corpus at ``output``; draws its PNG at ``png`` (a panel per label with at
     least ``min_documents`` documents)."""
     layout = Layout(output)
-    stats = storage.read_json(layout.stats)
+    stats = JobStats.from_dict(storage.read_json(layout.stats))
     manifest = storage.read_json(layout.manifest) if storage.exists(layout.manifest) else {}
-    rows = report_rows(stats, thresholds_of(manifest))
+    rows = report_rows(stats.language_id, thresholds_of(manifest))
     plot(rows, png, min_documents)
     few = sum(1 for row in rows if row["documents"] < min_documents)
     note = (
         f"\n{few} label(s) with fewer than {min_documents} documents: in the table, no panel in the PNG" if few else ""
     )
-    mixed = stats.get("mixed_pages", {})
-    if mixed.get("split") or mixed.get("dropped"):
+    mixed = stats.mixed_pages
+    if mixed.split or mixed.dropped:
         note += (
-            f"\npages in several languages: {mixed['split']} split into {mixed['parts']} parts (each a row above,"
-            f" under its own label), {mixed['dropped']} dropped as mixed"
+            f"\npages in several languages: {mixed.split} split into {mixed.parts} parts (each a row above,"
+            f" under its own label), {mixed.dropped} dropped as mixed"
         )
     return format_table(rows) + note

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from ccnet_pipeline.ccnet_json import to_ccnet
 from filters.document import ARROW_SCHEMA, Document
 from toolkit import storage
-from toolkit.corpus import Layout
+from toolkit.corpus import Layout, ShardEntry
 
 ROWS_PER_ROW_GROUP = 4096
 
@@ -111,5 +111,5 @@ class ShardWriter:
         return file
 
     @property
-    def summaries(self) -> List[Dict]:
-        return [{k: v for k, v in f.items() if k != "add"} for _, f in sorted(self.files.items())]
+    def summaries(self) -> List[ShardEntry]:
+        return [ShardEntry(**{k: v for k, v in f.items() if k != "add"}) for _, f in sorted(self.files.items())]

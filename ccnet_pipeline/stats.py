@@ -7,13 +7,15 @@ an uninterrupted one does: the segments committed before the crash bring their c
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, Iterable, List, Sequence, Tuple
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ccnet_pipeline.steps.read import READ
 from ccnet_pipeline.wet import BadRecord
 from filters.document import Document
 from filters.stage import KEPT, Counted, reason_stages
 from lid.model import SCORE_BINS
+from toolkit.corpus import ShardEntry
 
 
 class SegmentCounts:
@@ -62,12 +64,12 @@ def segment_counters(parts: Iterable[Dict[str, int]]) -> Dict[str, int]:
     return sum_counters([{f"{READ}/segments": 1, f"{READ}/documents": 0}, *parts])
 
 
-def file_counters(summary: Dict) -> Dict[str, int]:
-    """The counters of one written file (its summary: path, language, bucket, documents, characters)."""
-    key = f"{summary['language']}/{summary['bucket']}"
+def file_counters(entry: ShardEntry) -> Dict[str, int]:
+    """The counters of one written file."""
+    key = f"{entry.language}/{entry.bucket}"
     return {
-        f"output/documents/{key}": summary["documents"],
-        f"output/characters/{key}": summary["characters"],
+        f"output/documents/{key}": entry.documents,
+        f"output/characters/{key}": entry.characters,
         "output/files": 1,
     }
 
@@ -80,56 +82,114 @@ def sum_counters(counters: Iterable[Dict[str, int]]) -> Dict[str, int]:
     return dict(totals)
 
 
-def job_stats(segment_totals: Dict[str, int], files: List[Dict]) -> Dict:
-    """stats.json: the segments' counters summed (``sum_counters``), the output per language
-    and bucket from the written files, and the same numbers grouped for reading."""
-    totals: Counter = Counter(segment_totals)
-    for summary in files:
-        totals.update(file_counters(summary))
-    counters = dict(sorted(totals.items()))
-
-    def with_prefix(prefix: str) -> Dict[str, int]:
-        return {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
-
-    output: Dict[str, Dict] = {}
-    for key, value in with_prefix("output/documents/").items():
-        language, bucket = key.split("/")
-        output.setdefault(language, {})[bucket] = {
-            "documents": value,
-            "characters": counters[f"output/characters/{key}"],
-        }
-    return {
-        "segments": counters.get("read/segments", 0),
-        "hash_partitions": counters.get("dedup/hash_partitions"),
-        "documents_read": counters.get("read/documents", 0),
-        "bad_records": with_prefix("read/bad/"),
-        "lines_removed_by_dedup": counters.get("dedup/lines_removed", 0),
-        "dropped": {name.split("/dropped/", 1)[1]: value for name, value in counters.items() if "/dropped/" in name},
-        "identified_languages": with_prefix("lid/language/"),
-        "mixed_pages": {  # pages in several languages (--mixed-pages): split into parts, or dropped
-            "split": counters.get("mixed_pages/split", 0),
-            "parts": counters.get("mixed_pages/parts", 0),
-            "dropped": counters.get("mixed_pages/dropped/mixed", 0),
-        },
-        "language_id": language_id_stats(with_prefix("lid/scores/")),
-        "output": output,
-        "counters": counters,
-    }
-
-
 LID_OUTCOMES = ("kept", "below_threshold", "not_selected")
 
 
-def language_id_stats(scores: Dict[str, int]) -> Dict[str, Dict]:
-    """Per top-1 label: documents kept, dropped below its threshold and not selected, and each
-    outcome's score histogram (``SCORE_BINS`` bins from 0 to 1), from the
-    ``lid/scores/<outcome>/<label>/<bin>`` counters."""
-    labels: Dict[str, Dict] = {}
-    for name, count in scores.items():
-        outcome, label, bin_index = name.split("/")
-        entry = labels.setdefault(
-            label, {**dict.fromkeys(LID_OUTCOMES, 0), "histograms": {o: [0] * SCORE_BINS for o in LID_OUTCOMES}}
+@dataclass(frozen=True)
+class OutputCounts:
+    """What a language's bucket holds."""
+
+    documents: int
+    characters: int
+
+
+@dataclass(frozen=True)
+class MixedPages:
+    """Pages in several languages (``--mixed-pages``): split into parts, or dropped."""
+
+    split: int = 0
+    parts: int = 0
+    dropped: int = 0
+
+
+@dataclass(frozen=True)
+class LabelScores:
+    """One top-1 label's documents per outcome (``LID_OUTCOMES``) and each outcome's score
+    histogram (``SCORE_BINS`` bins from 0 to 1)."""
+
+    kept: int = 0
+    below_threshold: int = 0
+    not_selected: int = 0
+    histograms: Dict[str, List[int]] = field(default_factory=lambda: {o: [0] * SCORE_BINS for o in LID_OUTCOMES})
+
+    @property
+    def documents(self) -> int:
+        return self.kept + self.below_threshold + self.not_selected
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """OUT/stats.json: every counter (``counters``), and the same numbers grouped for reading."""
+
+    segments: int
+    hash_partitions: Optional[int]
+    documents_read: int
+    bad_records: Dict[str, int]
+    lines_removed_by_dedup: int
+    dropped: Dict[str, int]  # per reason
+    identified_languages: Dict[str, int]  # documents per top-1 label
+    mixed_pages: MixedPages
+    language_id: Dict[str, LabelScores]  # per top-1 label
+    output: Dict[str, Dict[str, OutputCounts]]  # per language and bucket
+    counters: Dict[str, int]
+
+    @classmethod
+    def from_counters(cls, segment_totals: Dict[str, int], files: Sequence[ShardEntry]) -> JobStats:
+        """The segments' counters summed (``sum_counters``) with those of the written files."""
+        totals: Counter = Counter(segment_totals)
+        for entry in files:
+            totals.update(file_counters(entry))
+        counters = dict(sorted(totals.items()))
+
+        def with_prefix(prefix: str) -> Dict[str, int]:
+            return {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
+
+        output: Dict[str, Dict[str, OutputCounts]] = {}
+        for key, value in with_prefix("output/documents/").items():
+            language, bucket = key.split("/")
+            output.setdefault(language, {})[bucket] = OutputCounts(value, counters[f"output/characters/{key}"])
+        outcomes: Dict[str, Counter] = {}
+        histograms: Dict[str, Dict[str, List[int]]] = {}
+        for name, count in with_prefix("lid/scores/").items():  # lid/scores/<outcome>/<label>/<bin>
+            outcome, label, bin_index = name.split("/")
+            outcomes.setdefault(label, Counter())[outcome] += count
+            histograms.setdefault(label, LabelScores().histograms)[outcome][int(bin_index)] += count
+        language_id = {
+            label: LabelScores(**{o: outcomes[label][o] for o in LID_OUTCOMES}, histograms=histograms[label])
+            for label in sorted(outcomes)
+        }
+        return cls(
+            segments=counters.get("read/segments", 0),
+            hash_partitions=counters.get("dedup/hash_partitions"),
+            documents_read=counters.get("read/documents", 0),
+            bad_records=with_prefix("read/bad/"),
+            lines_removed_by_dedup=counters.get("dedup/lines_removed", 0),
+            dropped={name.split("/dropped/", 1)[1]: value for name, value in counters.items() if "/dropped/" in name},
+            identified_languages=with_prefix("lid/language/"),
+            mixed_pages=MixedPages(
+                counters.get("mixed_pages/split", 0),
+                counters.get("mixed_pages/parts", 0),
+                counters.get("mixed_pages/dropped/mixed", 0),
+            ),
+            language_id=language_id,
+            output=output,
+            counters=counters,
         )
-        entry[outcome] += count
-        entry["histograms"][outcome][int(bin_index)] += count
-    return dict(sorted(labels.items()))
+
+    def to_json(self) -> Dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict) -> JobStats:
+        """Read back from stats.json (one written before mixed pages were counted has none)."""
+        return cls(
+            **{
+                **data,
+                "mixed_pages": MixedPages(**data.get("mixed_pages", {})),
+                "language_id": {label: LabelScores(**entry) for label, entry in data["language_id"].items()},
+                "output": {
+                    language: {bucket: OutputCounts(**counts) for bucket, counts in buckets.items()}
+                    for language, buckets in data["output"].items()
+                },
+            }
+        )

@@ -16,10 +16,10 @@ from ccnet_pipeline.steps.batches import (
 )
 from ccnet_pipeline.steps.commit import read_committed
 from filters.perplexity import BucketConfig, Cutoffs, bucket
-from toolkit.corpus import Layout, read_parquet_where
+from toolkit.corpus import Layout, ShardEntry, read_parquet_where
 
 
-def write_summaries(summaries: List[Dict]) -> List[Dict]:
+def write_summaries(summaries: List[ShardEntry]) -> List[ShardEntry]:
     """The file summaries a writer yields, their counters raised."""
     for summary in summaries:
         raise_counters(file_counters(summary))

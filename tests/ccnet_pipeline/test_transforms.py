@@ -27,7 +27,7 @@ from filters.quality import QualityConfig, QualityFilter
 from lid.model import LanguageFilter, LidConfig
 from tests.support.helpers import TEXT, page, write_wet_file
 from toolkit import storage
-from toolkit.corpus import Layout, read_parquet_where
+from toolkit.corpus import Layout, ShardEntry, read_parquet_where
 
 
 def pipeline():
@@ -225,13 +225,13 @@ def test_write_shards_in_input_order_with_buckets(tmp_path):
         given = p | "Cutoffs" >> beam.Create([cutoffs])
         # fr/middle: 4 bytes in segment 0, 6 (3 x é) in 1, 7 in 2: a 10-byte target packs [0, 1], [2]
         summaries = p | beam.Create([0, 1, 2]) | WriteShards(Layout(str(tmp_path)), 10, BucketConfig(), given)
-        entry = lambda path, documents, characters: {
-            "path": path,
-            "language": path.split("/")[0],
-            "bucket": path.split("/")[1],
-            "documents": documents,
-            "characters": characters,
-        }
+        entry = lambda path, documents, characters: ShardEntry(
+            path=path,
+            language=path.split("/")[0],
+            bucket=path.split("/")[1],
+            documents=documents,
+            characters=characters,
+        )
         assert_that(
             summaries,
             equal_to(

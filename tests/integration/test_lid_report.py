@@ -10,6 +10,7 @@ import pytest
 from ccnet_pipeline import report
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.stats import LabelScores
 from lid.model import SHIPPED_THRESHOLDS, read_thresholds
 from tests.support.helpers import TEXT, page, write_wet_file
 
@@ -101,14 +102,14 @@ def test_languages_the_model_has_no_label_for_are_warned_about(tmp_path, capfd):
 
 
 def histograms(kept=(), below=(), not_selected=()):
-    """A stats.json language_id entry: documents per score bin, each outcome given as (bin, count)."""
+    """A stats.json language_id entry (``LabelScores``): documents per score bin, each outcome given as (bin, count)."""
     entry = {"kept": 0, "below_threshold": 0, "not_selected": 0, "histograms": {}}
     for outcome, pairs in (("kept", kept), ("below_threshold", below), ("not_selected", not_selected)):
         counts = [0] * 20
         for index, count in pairs:
             counts[index] += count
         entry[outcome], entry["histograms"][outcome] = sum(counts), counts
-    return entry
+    return LabelScores(**entry)
 
 
 def texts_of(figure):
@@ -125,7 +126,7 @@ def test_the_figure_has_a_log_panel_per_label_with_enough_documents_and_names_th
             "bn": histograms(below=[(5, 1)]),
         }
     }
-    rows = report.report_rows(stats, {"en": 0.41, "is": 0.5})
+    rows = report.report_rows(stats["language_id"], {"en": 0.41, "is": 0.5})
     assert report.MIN_DOCUMENTS == 20
     figure = report.draw(rows)
     panels = [axis for axis in figure.axes if axis.get_title()]
