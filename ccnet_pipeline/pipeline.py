@@ -16,7 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
-from ccnet_pipeline.stats import JobStats, sum_counters
+from ccnet_pipeline.stats import JobStats
 from ccnet_pipeline.steps.batches import (
     BAD,
     COUNTERS,
@@ -36,12 +36,12 @@ from ccnet_pipeline.steps.import_ccnet import ImportCcnet
 from ccnet_pipeline.steps.near_dedup import NearDedup, NearDuplicates
 from ccnet_pipeline.steps.read import Reading
 from ccnet_pipeline.steps.stage import ApplyStage
-from ccnet_pipeline.steps.write import WriteShards
+from ccnet_pipeline.steps.write import WriteManifestAndStats, WriteShards, write_cutoffs
 from filters.dedup import DuplicateLineRemoval, MinLength
 from filters.document import segment_names
-from filters.perplexity import BucketConfig, Cutoffs, available_languages, format_cutoffs, read_cutoffs
+from filters.perplexity import BucketConfig, Cutoffs, available_languages, read_cutoffs
 from toolkit import storage
-from toolkit.corpus import CorpusManifest, Layout, ShardEntry
+from toolkit.corpus import Layout
 
 DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism, which fails offline
 
@@ -148,7 +148,7 @@ def build(
         ) | "AllPerplexities" >> beam.Flatten()
         given = load_cutoffs(config) if config.cutoffs_file else None
         cutoffs = perplexities | "Cutoffs" >> ComputeCutoffs(given)
-        cutoffs | "WriteCutoffs" >> beam.Map(lambda values: storage.write_text(layout.cutoffs, format_cutoffs(values)))
+        cutoffs | "WriteCutoffs" >> beam.Map(write_cutoffs, layout)
     else:
         cutoffs = pipeline | "NoCutoffs" >> beam.Create([{}])
     counters = (
@@ -157,21 +157,14 @@ def build(
         *counters,
     ) | "AllCounters" >> beam.Flatten()
     buckets = config.buckets if config.lm_dir else None
-    (
+    files = (
         (new[KEPT], earlier)
         | "AllSegments" >> beam.Flatten()
         | "WriteShards" >> WriteShards(layout, config.target_shard_size, buckets, cutoffs, config.output_format)
-        | "CollectSummaries" >> beam.combiners.ToList()  # one per output file: bounded by target_shard_size
-        | "WriteManifestAndStats"
-        >> beam.Map(
-            write_manifest_and_stats,
-            layout,
-            config.output_format,
-            config.to_json(),
-            options,
-            beam.pvalue.AsSingleton(cutoffs | "CutoffsUsed" >> beam.Map(cutoffs_used, config.buckets)),
-            beam.pvalue.AsSingleton(counters | "SumCounters" >> beam.CombineGlobally(sum_counters)),
-        )
+    )
+    used = cutoffs | "CutoffsUsed" >> beam.Map(cutoffs_used, config.buckets)
+    (files, counters, used) | "WriteManifestAndStats" >> WriteManifestAndStats(
+        layout, config.output_format, config.to_json(), options
     )
 
 
@@ -197,22 +190,6 @@ def cutoffs_used(cutoffs: Cutoffs, buckets: BucketConfig) -> Dict[str, Dict[str,
         lang: {"head": values[buckets.head_percentile], "tail": values[buckets.tail_percentile]}
         for lang, values in sorted(cutoffs.items())
     }
-
-
-def write_manifest_and_stats(
-    files: List[ShardEntry],
-    layout: Layout,
-    output_format: str,
-    config: Dict,
-    options: Dict,
-    cutoffs: Dict[str, Dict[str, float]],
-    counters: Dict[str, int],
-) -> None:
-    """OUT/stats.json (every counter, from the committed segments and the written files) and
-    OUT/manifest.json (``CorpusManifest``): every file, the perplexity cutoffs used and the
-    exact config that produced them."""
-    storage.write_json(layout.stats, JobStats.from_counters(counters, files).to_json())
-    CorpusManifest(output_format, files, cutoffs, config, options).write(layout.root)
 
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
@@ -320,19 +297,9 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
         | "Files" >> beam.Create(list(enumerate(zip(files, segment_names(files)))))
         | "ImportCcnet" >> ImportCcnet(config.layout)
     )
-    (
-        converted[KEPT]
-        | "CollectSummaries" >> beam.combiners.ToList()
-        | "WriteManifestAndStats"
-        >> beam.Map(
-            write_manifest_and_stats,
-            config.layout,
-            "parquet",
-            config.to_json(),
-            options,
-            {},
-            beam.pvalue.AsSingleton(converted[COUNTERS] | "SumCounters" >> beam.CombineGlobally(sum_counters)),
-        )
+    no_cutoffs = pipeline | "NoCutoffs" >> beam.Create([{}])
+    (converted[KEPT], converted[COUNTERS], no_cutoffs) | "WriteManifestAndStats" >> WriteManifestAndStats(
+        config.layout, "parquet", config.to_json(), options
     )
     finish(pipeline, config.layout, progress.reporting(config.layout, files, passes, prefix="import-ccnet"))
     return finished_stats(config.layout)

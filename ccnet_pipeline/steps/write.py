@@ -1,5 +1,6 @@
-"""The output shards: the committed documents of consecutive segments regrouped per language and
-bucket into files of about the target size, as CCNet's regroup step does."""
+"""What the job writes into OUT: the shards (the committed documents of consecutive segments
+regrouped per language and bucket into files of about the target size, as CCNet's regroup step
+does), cutoffs.csv, and last stats.json and manifest.json."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ccnet_pipeline.shards import ShardWriter
-from ccnet_pipeline.stats import file_counters
+from ccnet_pipeline.stats import JobStats, file_counters, sum_counters
 from ccnet_pipeline.steps.batches import (
     raise_counters,
 )
 from ccnet_pipeline.steps.commit import read_committed
-from filters.perplexity import BucketConfig, Cutoffs, bucket
-from toolkit.corpus import Layout, ShardEntry, read_parquet_where
+from filters.perplexity import BucketConfig, Cutoffs, bucket, format_cutoffs
+from toolkit import storage
+from toolkit.corpus import CorpusManifest, Layout, ShardEntry, read_parquet_where
 
 
 def write_summaries(summaries: List[ShardEntry]) -> List[ShardEntry]:
@@ -127,4 +129,53 @@ class WriteShards(beam.PTransform):
             | "Pack" >> beam.FlatMap(pack_segments, self.target_size)
             | "Spread" >> beam.Reshuffle()  # one language's shards over many workers
             | "Write" >> beam.ParDo(WriteShard(self.layout, self.buckets, self.output_format), cutoffs)
+        )
+
+
+def write_cutoffs(cutoffs: Cutoffs, layout: Layout) -> None:
+    """OUT/cutoffs.csv: the perplexity percentiles per language the buckets are cut at."""
+    storage.write_text(layout.cutoffs, format_cutoffs(cutoffs))
+
+
+def write_manifest_and_stats(
+    files: List[ShardEntry],
+    layout: Layout,
+    output_format: str,
+    config: Dict,
+    options: Dict,
+    cutoffs: Dict[str, Dict[str, float]],
+    counters: Dict[str, int],
+) -> None:
+    storage.write_json(layout.stats, JobStats.from_counters(counters, files).to_json())
+    CorpusManifest(output_format, files, cutoffs, config, options).write(layout.root)
+
+
+class WriteManifestAndStats(beam.PTransform):
+    """(written files, counters, cutoffs used) -> OUT/stats.json (``JobStats``: every counter,
+    from the committed segments and the written files) and OUT/manifest.json
+    (``CorpusManifest``: every file, the perplexity cutoffs used, and the exact config and Beam
+    options that produced them), once every file is written."""
+
+    def __init__(self, layout: Layout, output_format: str, config: Dict, options: Dict):
+        super().__init__()
+        self.layout = layout
+        self.output_format = output_format
+        self.config = config
+        self.options = options
+
+    def expand(self, inputs):
+        files, counters, cutoffs = inputs
+        return (
+            files
+            | "CollectSummaries" >> beam.combiners.ToList()  # one per output file: bounded by target_shard_size
+            | "Write"
+            >> beam.Map(
+                write_manifest_and_stats,
+                self.layout,
+                self.output_format,
+                self.config,
+                self.options,
+                beam.pvalue.AsSingleton(cutoffs),
+                beam.pvalue.AsSingleton(counters | "SumCounters" >> beam.CombineGlobally(sum_counters)),
+            )
         )
