@@ -9,7 +9,9 @@ import os
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from pretrain.run_dir import CONFIG_FILE, METRICS_FILE
+from pretrain.model import ModelConfig
+from pretrain.run_dir import METRICS_FILE, RunDir
+from pretrain.train import PretrainingRun, TrainConfig
 from toolkit import storage
 
 LOSS_DPI = SCORES_DPI = 100  # loss.png 1400 pixels wide, scores.png at least 1200
@@ -28,22 +30,25 @@ def read_curves(run_dir: str) -> Dict[str, List[Tuple[int, float]]]:
     return dict(curves)
 
 
-def read_config(run_dir: str) -> Dict:
-    """The run's config.json ({} when it has none)."""
-    path = os.path.join(run_dir, CONFIG_FILE)
-    return storage.read_json(path) if os.path.exists(path) else {}
+def read_record(run_dir: str) -> Optional[PretrainingRun]:
+    """The run's record (config.json; None when it has none)."""
+    run = RunDir(run_dir)
+    return run.read_record(PretrainingRun) if run.has_record() else None
 
 
-def draw_curves(curves: Dict[str, List[Tuple[int, float]]], config: Optional[Dict] = None, name: str = ""):
+def draw_curves(
+    curves: Dict[str, List[Tuple[int, float]]],
+    train_config: Optional[TrainConfig] = None,
+    model: Optional[ModelConfig] = None,
+    name: str = "",
+):
     """Two panels on one loss axis: the training loss (each point the mean over the steps since the
     last one logged) with the held-out mean over languages, and the held-out loss per language;
-    every logged point marked, so that a sparse log reads as the few points it is, and a line at
-    ln(vocabulary), the loss of a uniform guess, when ``config`` (a run's config.json) has the
-    vocabulary."""
+    every logged point marked, so that a sparse log reads as the few points it is, and, given
+    the ``model``, a line at ln(vocabulary), the loss of a uniform guess. ``train_config`` names
+    the intervals in the titles."""
     from matplotlib.figure import Figure
 
-    config = config or {}
-    train_config, model = config.get("train", {}), config.get("model", {})
     figure = Figure(figsize=(14, 5.5), layout="constrained")
     train_axes, eval_axes = figure.subplots(1, 2, sharey=True)
     train = curves.get("train", [])
@@ -68,12 +73,12 @@ def draw_curves(curves: Dict[str, List[Tuple[int, float]]], config: Optional[Dic
     for (language, points), color in zip(evals.items(), colors):
         steps, losses = zip(*points)
         eval_axes.plot(steps, losses, marker="o", markersize=4, color=color, label=language)
-    vocabulary = model.get("vocab_size")
+    vocabulary = model.vocab_size if model else None
     if vocabulary:
         label = f"uniform guess over {vocabulary:,} pieces: ln V = {math.log(vocabulary):.2f}"
         for axes in (train_axes, eval_axes):
             axes.axhline(math.log(vocabulary), color="dimgray", linestyle=":", linewidth=1.5, label=label)
-    interval, eval_interval = train_config.get("log_interval"), train_config.get("eval_interval")
+    interval, eval_interval = (train_config.log_interval, train_config.eval_interval) if train_config else (0, 0)
     train_axes.set_title(
         f"training loss: {len(train)} points"
         + (f"\neach the mean over the {interval} steps up to it" if interval else ""),
@@ -102,10 +107,11 @@ def draw_curves(curves: Dict[str, List[Tuple[int, float]]], config: Optional[Dic
         train_axes.legend(fontsize=9, loc="best")
     if evals:
         eval_axes.legend(fontsize=9, ncols=1 + len(evals) // 13, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    about = [f"{train_config['model']} preset"] if train_config.get("model") else []
-    about += [f"{model['layers']} layers x {model['hidden']}"] if model.get("layers") and model.get("hidden") else []
-    about_text = f" ({', '.join(about)})" if about else ""
-    figure.suptitle(f"{name or 'run'}: masked-LM loss over {last} steps{about_text}", fontsize=13)
+    about = ""
+    if model:  # the model's shape, and the preset it was built from
+        about = f" ({train_config.model} preset, " if train_config else " ("
+        about += f"{model.layers} layers x {model.hidden})"
+    figure.suptitle(f"{name or 'run'}: masked-LM loss over {last} steps{about}", fontsize=13)
     return figure
 
 
@@ -122,8 +128,9 @@ def _language_colors(count: int):
 
 def plot_run(run_dir: str, out: str) -> Dict[str, List[Tuple[int, float]]]:
     """The loss curves of ``run_dir`` (``draw_curves``) as a PNG at ``out``; returns the curves."""
-    curves = read_curves(run_dir)
-    figure = draw_curves(curves, read_config(run_dir), "/".join(os.path.normpath(run_dir).split(os.sep)[-2:]))
+    curves, record = read_curves(run_dir), read_record(run_dir)
+    name = "/".join(os.path.normpath(run_dir).split(os.sep)[-2:])
+    figure = draw_curves(curves, record and record.train, record and record.model, name)
     with storage.atomic_path(out) as temporary:
         figure.savefig(temporary, dpi=LOSS_DPI, format="png")
     return curves

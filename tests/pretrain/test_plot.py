@@ -8,7 +8,8 @@ import matplotlib.text
 from matplotlib.colors import to_hex
 
 from pretrain.cli import main
-from pretrain.plot import LOSS_DPI, SCORES_DPI, draw_curves, draw_scores, read_config, read_curves
+from pretrain.plot import LOSS_DPI, SCORES_DPI, draw_curves, draw_scores, read_curves, read_record
+from pretrain.train import TrainConfig
 
 
 def texts_of(figure):
@@ -20,8 +21,8 @@ def line_labelled(axes, start):
 
 
 def test_the_loss_curves_of_a_short_run_mark_every_logged_point_against_a_uniform_guess(trained_run, tmp_path):
-    config = read_config(trained_run)  # 40 steps, logged every 5, held out every 20
-    figure = draw_curves(read_curves(trained_run), config, "tmp/run")
+    record = read_record(trained_run)  # 40 steps, logged every 5, held out every 20
+    figure = draw_curves(read_curves(trained_run), record.train, record.model, "tmp/run")
     width, height = figure.get_size_inches() * LOSS_DPI
     assert width >= 1200 and height >= 500
     assert figure.get_suptitle() == "tmp/run: masked-LM loss over 40 steps (tiny preset, 2 layers x 128)"
@@ -38,7 +39,7 @@ def test_the_loss_curves_of_a_short_run_mark_every_logged_point_against_a_unifor
     languages = [line for line in eval_axes.get_lines() if not line.get_label().startswith("uniform")]
     assert sorted(line.get_label() for line in languages) == ["el", "en", "ru"]
     assert all(list(line.get_xdata()) == [20, 40] and line.get_marker() == "o" for line in languages)
-    vocabulary = config["model"]["vocab_size"]
+    vocabulary = record.model.vocab_size
     for axes in figure.axes:  # the baseline: the loss of a uniform guess over the vocabulary
         uniform = line_labelled(axes, f"uniform guess over {vocabulary:,} pieces: ln V = ")
         assert list(uniform.get_ydata()) == [math.log(vocabulary)] * 2
@@ -51,7 +52,7 @@ def test_the_loss_curves_of_a_short_run_mark_every_logged_point_against_a_unifor
 
 def test_a_log_too_sparse_for_a_curve_says_how_to_log_more():
     curves = {"train": [(100, 9.0), (200, 8.0)], "eval/en": [(200, 8.5)]}
-    figure = draw_curves(curves, {"train": {"log_interval": 100, "eval_interval": 0}})
+    figure = draw_curves(curves, TrainConfig(log_interval=100, eval_interval=0))
     assert figure.get_suptitle() == "run: masked-LM loss over 200 steps"
     assert "only 2 training points logged:\ntrain with --log-interval 6 for a curve" in texts_of(figure)
     assert figure.axes[1].get_title() == "held-out loss per language: 1 points"
