@@ -1,5 +1,6 @@
 """Build and run the mine job: read WET -> dedup -> language ID -> Parquet shards, manifest,
-stats and quarantine."""
+stats and quarantine. Reading (``steps.read``) happens inside both dedup passes: each segment is
+streamed twice, as CCNet does, rather than its documents held between the passes."""
 
 from __future__ import annotations
 
