@@ -140,7 +140,7 @@ VOCAB ?= 250000
 # it again; only a local OUT without a finished corpus is mined first.
 tokenizer: $(VENV)/.installed
 	@case "$(OUT)" in *://*) ;; *) [ -e "$(OUT)/_work/complete" ] || $(MAKE) --no-print-directory corpus ;; esac
-	@echo "tokenizer: from the corpus in $(OUT) (make corpus mines it again)"
+	@echo "tokenizer: from the corpus in $(OUT) as it is (to mine it again, e.g. with other LANGS: make corpus)"
 	$(PY) -m tokenizer train --corpus $(OUT) --out $(TOK) --vocab-size $(VOCAB) $(if $(SAMPLING),--sampling $(SAMPLING))
 
 # Training blocks of TOKENS_PER_SAMPLE ids per language, for the trainer.
