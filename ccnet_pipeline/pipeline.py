@@ -313,7 +313,7 @@ def is_complete(layout: Layout) -> bool:
 def finished_stats(layout: Layout) -> Optional[JobStats]:
     """The stats.json of the finished job at ``layout``; None when nothing is marked done (a
     dry run translated the job and ran nothing)."""
-    return JobStats.from_dict(storage.read_json(layout.stats)) if is_complete(layout) else None
+    return JobStats.read(layout.stats) if is_complete(layout) else None
 
 
 def mark_complete(layout: Layout) -> None:

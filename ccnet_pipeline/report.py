@@ -154,7 +154,7 @@ def report(output: str, png: str, min_documents: int = MIN_DOCUMENTS) -> str:
     """The table of a corpus at ``output``; draws its PNG at ``png`` (a panel per label with at
     least ``min_documents`` documents)."""
     layout = Layout(output)
-    stats = JobStats.from_dict(storage.read_json(layout.stats))
+    stats = JobStats.read(layout.stats)
     manifest = storage.read_json(layout.manifest) if storage.exists(layout.manifest) else {}
     rows = report_rows(stats.language_id, thresholds_of(manifest))
     plot(rows, png, min_documents)

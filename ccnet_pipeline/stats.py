@@ -7,7 +7,7 @@ an uninterrupted one does: the segments committed before the crash bring their c
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ccnet_pipeline.steps.read import READ
@@ -15,6 +15,8 @@ from ccnet_pipeline.wet import BadRecord
 from filters.document import Document
 from filters.stage import KEPT, Counted, reason_stages
 from lid.model import SCORE_BINS
+from toolkit import storage
+from toolkit.cli import from_dict
 from toolkit.corpus import ShardEntry
 
 
@@ -107,10 +109,15 @@ class LabelScores:
     """One top-1 label's documents per outcome (``LID_OUTCOMES``) and each outcome's score
     histogram (``SCORE_BINS`` bins from 0 to 1)."""
 
-    kept: int = 0
-    below_threshold: int = 0
-    not_selected: int = 0
-    histograms: Dict[str, List[int]] = field(default_factory=lambda: {o: [0] * SCORE_BINS for o in LID_OUTCOMES})
+    kept: int
+    below_threshold: int
+    not_selected: int
+    histograms: Dict[str, List[int]]
+
+    @classmethod
+    def from_histograms(cls, histograms: Dict[str, List[int]]) -> LabelScores:
+        """Each outcome's documents are those of its histogram."""
+        return cls(**{outcome: sum(histograms[outcome]) for outcome in LID_OUTCOMES}, histograms=histograms)
 
     @property
     def documents(self) -> int:
@@ -148,16 +155,11 @@ class JobStats:
         for key, value in with_prefix("output/documents/").items():
             language, bucket = key.split("/")
             output.setdefault(language, {})[bucket] = OutputCounts(value, counters[f"output/characters/{key}"])
-        outcomes: Dict[str, Counter] = {}
         histograms: Dict[str, Dict[str, List[int]]] = {}
         for name, count in with_prefix("lid/scores/").items():  # lid/scores/<outcome>/<label>/<bin>
             outcome, label, bin_index = name.split("/")
-            outcomes.setdefault(label, Counter())[outcome] += count
-            histograms.setdefault(label, LabelScores().histograms)[outcome][int(bin_index)] += count
-        language_id = {
-            label: LabelScores(**{o: outcomes[label][o] for o in LID_OUTCOMES}, histograms=histograms[label])
-            for label in sorted(outcomes)
-        }
+            histograms.setdefault(label, {o: [0] * SCORE_BINS for o in LID_OUTCOMES})[outcome][int(bin_index)] += count
+        language_id = {label: LabelScores.from_histograms(histograms[label]) for label in sorted(histograms)}
         return cls(
             segments=counters.get("read/segments", 0),
             hash_partitions=counters.get("dedup/hash_partitions"),
@@ -180,16 +182,6 @@ class JobStats:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Dict) -> JobStats:
-        """Read back from stats.json (one written before mixed pages were counted has none)."""
-        return cls(
-            **{
-                **data,
-                "mixed_pages": MixedPages(**data.get("mixed_pages", {})),
-                "language_id": {label: LabelScores(**entry) for label, entry in data["language_id"].items()},
-                "output": {
-                    language: {bucket: OutputCounts(**counts) for bucket, counts in buckets.items()}
-                    for language, buckets in data["output"].items()
-                },
-            }
-        )
+    def read(cls, path: str) -> JobStats:
+        """A stats.json read back (one written before mixed pages were counted has none: zeros)."""
+        return from_dict(cls, storage.read_json(path))

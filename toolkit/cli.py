@@ -196,10 +196,34 @@ def build_config(cls: type, *layers: Mapping[str, Any]):
     return from_dict(cls, merge(*layers))
 
 
+def _holds_dataclass(hint) -> bool:
+    """Whether ``hint`` is a dataclass or a ``Dict`` whose values hold one."""
+    kind = _base_type(hint)
+    if typing.get_origin(kind) is dict and typing.get_args(kind):
+        return _holds_dataclass(typing.get_args(kind)[1])
+    return dataclasses.is_dataclass(kind)
+
+
+def _read_back(hint, value, path: str):
+    """``value`` as ``hint`` says: a dataclass from its dict, a dict of them value by value,
+    a list as a tuple where a tuple is meant; anything else as it is."""
+    kind = _base_type(hint)
+    if value is None:
+        return value
+    if dataclasses.is_dataclass(kind):
+        return from_dict(kind, value, path)
+    if _holds_dataclass(kind) and isinstance(value, Mapping):
+        item = typing.get_args(kind)[1]
+        return {key: _read_back(item, item_value, f"{path}{key}.") for key, item_value in value.items()}
+    if kind is tuple and isinstance(value, list):
+        return tuple(value)
+    return value
+
+
 def from_dict(cls: type, data: Mapping[str, Any], path: str = ""):
     """``cls`` from a dict such as ``dataclasses.asdict`` writes: nested configs from nested
-    dicts, lists as tuples; an unknown key or a value the config rejects is a ``ConfigError``
-    naming the field."""
+    dicts (also as the values of a ``Dict``), lists as tuples; an unknown key or a value the
+    config rejects is a ``ConfigError`` naming the field."""
     if isinstance(data, cls):
         return data
     if not isinstance(data, Mapping):
@@ -215,17 +239,13 @@ def from_dict(cls: type, data: Mapping[str, Any], path: str = ""):
         if name not in data and dataclasses.is_dataclass(kind) and _default(field) is MISSING:
             values[name] = from_dict(kind, {}, f"{path}{name}.")
     for name, value in data.items():
-        kind, parse = _base_type(hints[name]), known[name].metadata.get("parse")
+        parse = known[name].metadata.get("parse")
         if parse and isinstance(value, str):
             try:
                 value = parse(value)
             except ValueError as error:
                 raise ConfigError(f"{path}{name}: {error}") from None
-        if dataclasses.is_dataclass(kind) and value is not None:
-            value = from_dict(kind, value, f"{path}{name}.")
-        elif kind is tuple and isinstance(value, list):
-            value = tuple(value)
-        values[name] = value
+        values[name] = _read_back(hints[name], value, f"{path}{name}.")
     try:
         return cls(**values)
     except ConfigError:

@@ -10,9 +10,11 @@ import pytest
 from ccnet_pipeline import report
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.sample import SampleConfig, generate_sample
-from ccnet_pipeline.stats import LabelScores
+from ccnet_pipeline.stats import JobStats, LabelScores, MixedPages, OutputCounts
 from lid.model import SHIPPED_THRESHOLDS, read_thresholds
 from tests.support.helpers import TEXT, page, write_wet_file
+from toolkit import storage
+from toolkit.corpus import ShardEntry
 
 LANGS = "en,de,fr,es,ru,zh,ar,hi,ja,vi,ur,is"
 
@@ -110,6 +112,20 @@ def histograms(kept=(), below=(), not_selected=()):
             counts[index] += count
         entry[outcome], entry["histograms"][outcome] = sum(counts), counts
     return LabelScores(**entry)
+
+
+def test_stats_json_reads_back_typed_also_one_written_before_mixed_pages(tmp_path):
+    counters = {"read/documents": 3, "lid/scores/kept/en/19": 2, "lid/scores/below_threshold/en/3": 1}
+    stats = JobStats.from_counters(counters, [ShardEntry("en/all/part-00000.parquet", "en", "all", 2, 40)])
+    assert (stats.language_id["en"].kept, stats.language_id["en"].documents) == (2, 3)
+    assert stats.output == {"en": {"all": OutputCounts(2, 40)}}
+    path = str(tmp_path / "stats.json")
+    storage.write_json(path, stats.to_json())
+    assert JobStats.read(path) == stats
+    older = stats.to_json()
+    del older["mixed_pages"]
+    storage.write_json(path, older)
+    assert JobStats.read(path).mixed_pages == MixedPages(0, 0, 0)
 
 
 def texts_of(figure):

@@ -2,7 +2,7 @@
 
 import argparse
 from dataclasses import asdict, dataclass, field
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import pytest
 
@@ -106,6 +106,20 @@ def test_unknown_keys_and_bad_values_name_the_field():
     with pytest.raises(ConfigError, match="Outer: .*path"):
         from_dict(Outer, {})
     assert from_dict(Outer, {"path": "p", "sizes": [7]}).sizes == (7,)  # lists from JSON become tuples
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    by_name: Dict[str, Dict[str, Inner]]  # dataclasses as the values of dicts, two deep
+    counts: Dict[str, int] = field(default_factory=dict)
+
+
+def test_dataclasses_in_dicts_are_read_back_and_their_errors_name_the_path():
+    data = {"by_name": {"x": {"fast": {"rate": 0.5, "names": ["c"]}}}, "counts": {"n": 3}}
+    assert from_dict(Catalogue, data) == Catalogue({"x": {"fast": Inner(0.5, ("c",))}}, {"n": 3})
+    assert from_dict(Catalogue, asdict(from_dict(Catalogue, data))) == from_dict(Catalogue, data)
+    with pytest.raises(ConfigError, match=r"^by_name\.x\.fast: rate must be in \[0, 1\], got 3$"):
+        from_dict(Catalogue, {"by_name": {"x": {"fast": {"rate": 3}}}})
 
 
 def test_run_cli_prints_one_line_and_returns_2(capsys):
