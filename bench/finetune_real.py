@@ -153,7 +153,7 @@ def reference_corpus(text_dir: str, out: str, lines_per_document: int = 20) -> N
     import pyarrow.parquet as pq
 
     from filters.document import ARROW_SCHEMA, make_document
-    from toolkit.corpus import CorpusManifest, ShardEntry
+    from toolkit.corpus import CorpusManifest, Layout, ShardEntry
 
     entries = []
     for name in sorted(os.listdir(text_dir)):
@@ -170,7 +170,7 @@ def reference_corpus(text_dir: str, out: str, lines_per_document: int = 20) -> N
         os.makedirs(os.path.join(out, language, "head"), exist_ok=True)
         pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), os.path.join(out, relative))
         entries.append(ShardEntry(relative, language, "head", len(docs), sum(len(t) for t in texts)))
-    CorpusManifest(files=entries).write(out)
+    CorpusManifest(files=entries).write(Layout(out))
 
 
 def main(argv=None) -> int:

@@ -180,8 +180,9 @@ def _report_parser(sub) -> None:
 def _report(args) -> int:
     from ccnet_pipeline.report import report
 
-    png = args.png or Layout(args.output).path("lid_report.png")
-    print(report(args.output, png, args.min_documents))
+    layout = Layout(args.output)
+    png = args.png or layout.path("lid_report.png")
+    print(report(layout, png, args.min_documents))
     print(f"wrote {png}")
     return 0
 

@@ -21,8 +21,22 @@ from toolkit.corpus import OUTPUT_FORMATS, Layout
 NEAR_DEDUP_MODES = ("off", "minhash")
 
 
+class CorpusJob:
+    """A job that writes a corpus folder at its config's ``output``."""
+
+    output: str  # a field of each job's config (annotated here only: no dataclass field of its own)
+
+    @property
+    def layout(self) -> Layout:
+        """What the job writes where, under ``output``: the job's one ``Layout``."""
+        return Layout(self.output)
+
+    def to_json(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 @dataclass(frozen=True)
-class MineConfig:
+class MineConfig(CorpusJob):
     input: Tuple[str, ...] = field(
         metadata=flag(cli=False)
     )  # WET files or globs (local or any Beam filesystem: gs://, s3://, hdfs://)
@@ -88,17 +102,9 @@ class MineConfig:
         after: List[Stage] = [PerplexityScorer(self.lm_dir, self.perplexity)] if self.lm_dir else []
         return before, after
 
-    @property
-    def layout(self) -> Layout:
-        """What the job writes where, under ``output``: the job's one ``Layout``."""
-        return Layout(self.output)
-
-    def to_json(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
-
 
 @dataclass(frozen=True)
-class ImportConfig:
+class ImportConfig(CorpusJob):
     input: Tuple[str, ...] = field(
         metadata=flag("--input", parse=lambda glob: (glob,))
     )  # a glob of CCNet output files (<lang>_<bucket>_NNNN.json.gz) or Dolma-wrapped CCNet
@@ -113,14 +119,6 @@ class ImportConfig:
         return dataclasses.replace(
             self, input=tuple(storage.absolute(pattern) for pattern in self.input), output=storage.absolute(self.output)
         )
-
-    @property
-    def layout(self) -> Layout:
-        """What the job writes where, under ``output``: the job's one ``Layout``."""
-        return Layout(self.output)
-
-    def to_json(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def saved_config(data: Dict[str, Any]) -> Union[MineConfig, ImportConfig]:

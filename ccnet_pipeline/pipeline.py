@@ -292,18 +292,19 @@ def run_import(config: ImportConfig, files: Sequence[str], beam_args: Sequence[s
     """Convert CCNet output ``files`` into a Parquet corpus at ``config.output`` (shards,
     manifest, stats, quarantine); returns the stats it wrote."""
     pipeline, options = new_pipeline(beam_args)
+    layout = config.layout
     passes = [progress.Pass(IMPORT_PASS, "converting", tuple(range(len(files))))]
     converted = (
         pipeline
         | "Files" >> beam.Create(list(enumerate(zip(files, segment_names(files)))))
-        | "ImportCcnet" >> ImportCcnet(config.layout)
+        | "ImportCcnet" >> ImportCcnet(layout)
     )
     no_cutoffs = pipeline | "NoCutoffs" >> beam.Create([{}])
     (converted[KEPT], converted[COUNTERS], no_cutoffs) | "WriteManifestAndStats" >> WriteManifestAndStats(
-        config.layout, "parquet", config.to_json(), options
+        layout, "parquet", config.to_json(), options
     )
-    finish(pipeline, config.layout, progress.reporting(config.layout, files, passes, prefix="import-ccnet"))
-    return finished_stats(config.layout)
+    finish(pipeline, layout, progress.reporting(layout, files, passes, prefix="import-ccnet"))
+    return finished_stats(layout)
 
 
 def is_complete(layout: Layout) -> bool:

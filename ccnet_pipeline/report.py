@@ -150,10 +150,9 @@ def plot(rows: List[Dict], path: str, min_documents: int = MIN_DOCUMENTS):
     return figure
 
 
-def report(output: str, png: str, min_documents: int = MIN_DOCUMENTS) -> str:
-    """The table of a corpus at ``output``; draws its PNG at ``png`` (a panel per label with at
-    least ``min_documents`` documents)."""
-    layout = Layout(output)
+def report(layout: Layout, png: str, min_documents: int = MIN_DOCUMENTS) -> str:
+    """The table of the corpus folder ``layout``; draws its PNG at ``png`` (a panel per label
+    with at least ``min_documents`` documents)."""
     stats = JobStats.read(layout.stats)
     manifest = storage.read_json(layout.manifest) if storage.exists(layout.manifest) else {}
     rows = report_rows(stats.language_id, thresholds_of(manifest))

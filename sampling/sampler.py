@@ -96,7 +96,7 @@ class MultilingualSampler:
         for entry in shards:
             sizes[entry.language] = sizes.get(entry.language, 0) + getattr(entry, unit)
         self.documents = sum(entry.documents for entry in shards)  # in the selected shards
-        files = manifest.shard_paths(corpus_dir, buckets)
+        files = manifest.shard_paths(buckets)
         if not sizes:
             raise ValueError(f"no shards in {corpus_dir} for buckets {sorted(buckets or [])}")
         self.mixture = LanguageMixture(sizes, mixture, seed, rank)

@@ -152,7 +152,7 @@ def pack_corpus(corpus_dir: str, tokenizer_dir: str, out_dir: str, config: PackC
     ``NothingToPack`` when no language yields a block."""
     tokenizer = load_tokenizer(tokenizer_dir)
     tokens_per_sample, buckets = config.tokens_per_sample, config.buckets
-    files = CorpusManifest.read(corpus_dir, require_format="parquet").shard_paths(corpus_dir, buckets)
+    files = CorpusManifest.read(corpus_dir, require_format="parquet").shard_paths(buckets)
     where = f"{corpus_dir} (buckets {','.join(buckets)})" if buckets else corpus_dir
     if not files:
         raise NothingToPack(f"nothing to pack: {where} holds no document (did the mine job keep any?)")

@@ -141,6 +141,7 @@ class CorpusManifest:
     config: Dict = field(default_factory=dict)  # the job's config
     pipeline_options: Dict = field(default_factory=dict)  # the Beam options it ran with
     version: int = MANIFEST_VERSION
+    folder: Optional[Layout] = field(default=None, compare=False, repr=False)  # where it was read from
 
     def __post_init__(self):
         if self.format not in OUTPUT_FORMATS:
@@ -164,11 +165,14 @@ class CorpusManifest:
         """The shards, only those of ``buckets`` when given."""
         return [entry for entry in self.files if not buckets or entry.bucket in buckets]
 
-    def shard_paths(self, root: str, buckets: Optional[Sequence[str]] = None) -> Dict[str, List[str]]:
-        """Per language, the sorted full paths of its shards (of ``buckets`` when given)."""
+    def shard_paths(self, buckets: Optional[Sequence[str]] = None) -> Dict[str, List[str]]:
+        """Per language, the sorted full paths of its shards (of ``buckets`` when given), in the
+        folder the manifest was read from."""
+        if self.folder is None:
+            raise ValueError("a manifest not read from a corpus folder has no shard paths")
         paths: Dict[str, List[str]] = {}
         for entry in self.shards(buckets):
-            paths.setdefault(entry.language, []).append(Layout(root).path(entry.path))
+            paths.setdefault(entry.language, []).append(self.folder.path(entry.path))
         return {language: sorted(files) for language, files in sorted(paths.items())}
 
     def to_json(self) -> Dict:
@@ -185,14 +189,15 @@ class CorpusManifest:
             "pipeline_options": self.pipeline_options,
         }
 
-    def write(self, root: str) -> None:
-        storage.write_json(Layout(root).manifest, self.to_json())
+    def write(self, folder: Layout) -> None:
+        storage.write_json(folder.manifest, self.to_json())
 
     @classmethod
     def read(cls, root: str, require_format: Optional[str] = None) -> CorpusManifest:
         """The manifest of the corpus folder ``root``; with ``require_format``, a corpus in
         another format is a clear error."""
-        path = Layout(root).manifest
+        folder = Layout(root)
+        path = folder.manifest
         if not storage.exists(path):
             raise FileNotFoundError(
                 f"{path} is missing: not a corpus folder (write one with python -m ccnet_pipeline mine)"
@@ -213,6 +218,7 @@ class CorpusManifest:
             config=data.get("config", {}),
             pipeline_options=data.get("pipeline_options", {}),
             version=version,
+            folder=folder,
         )
         if require_format and manifest.format != require_format:
             raise ValueError(

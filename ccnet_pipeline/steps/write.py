@@ -147,7 +147,7 @@ def write_manifest_and_stats(
     counters: Dict[str, int],
 ) -> None:
     storage.write_json(layout.stats, JobStats.from_counters(counters, files).to_json())
-    CorpusManifest(output_format, files, cutoffs, config, options).write(layout.root)
+    CorpusManifest(output_format, files, cutoffs, config, options).write(layout)
 
 
 class WriteManifestAndStats(beam.PTransform):

@@ -14,7 +14,7 @@ from ccnet_pipeline.stats import JobStats, LabelScores, MixedPages, OutputCounts
 from lid.model import SHIPPED_THRESHOLDS, read_thresholds
 from tests.support.helpers import TEXT, page, write_wet_file
 from toolkit import storage
-from toolkit.corpus import ShardEntry
+from toolkit.corpus import Layout, ShardEntry
 
 LANGS = "en,de,fr,es,ru,zh,ar,hi,ja,vi,ur,is"
 
@@ -205,8 +205,8 @@ def test_a_page_in_three_languages_becomes_three_rows_never_one(tmp_path, capsys
         assert row["nlines"] == 2 and row["original_nlines"] == 6
     assert [row["line_ids"] for row in rows["en"] + rows["de"] + rows["ru"]] == [[0, 1], [2, 3], [4, 5]]
     assert len(rows["fr"]) == len(rows["es"]) == 1  # pages in one language go on whole
-    assert "several languages" not in report.report(str(tmp_path / "whole"), str(tmp_path / "w.png"))
-    assert "3 parts" in report.report(str(tmp_path / "split"), str(tmp_path / "s.png"))
+    assert "several languages" not in report.report(Layout(str(tmp_path / "whole")), str(tmp_path / "w.png"))
+    assert "3 parts" in report.report(Layout(str(tmp_path / "split")), str(tmp_path / "s.png"))
 
     dropped = mine(tmp_path / "wet", tmp_path / "drop", *flags, "--mixed-pages", "drop")
     assert dropped["mixed_pages"] == {"split": 0, "parts": 0, "dropped": 1} and dropped["dropped"]["mixed"] == 1

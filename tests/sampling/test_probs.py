@@ -47,7 +47,7 @@ def test_unimax_on_known_sizes():
 
 def test_plot_command_writes_a_png(tmp_path, capsys):
     from sampling.cli import main
-    from toolkit.corpus import CorpusManifest, ShardEntry
+    from toolkit.corpus import CorpusManifest, Layout, ShardEntry
 
     corpus = tmp_path / "corpus"
     files = [
@@ -55,7 +55,7 @@ def test_plot_command_writes_a_png(tmp_path, capsys):
         ShardEntry("en/tail/part-00000.parquet", "en", "tail", 10, 1000),
         ShardEntry("sw/all/part-00000.parquet", "sw", "all", 5, 100),
     ]
-    CorpusManifest(files=files).write(str(corpus))
+    CorpusManifest(files=files).write(Layout(str(corpus)))
     out = tmp_path / "shares.png"
     assert main(["plot", "--corpus", str(corpus), "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

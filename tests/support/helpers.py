@@ -84,7 +84,7 @@ def write_corpus(root: Union[str, Path], shards: Dict[str, List[dict]], row_grou
     import pyarrow.parquet as pq
 
     from filters.document import ARROW_SCHEMA
-    from toolkit.corpus import CorpusManifest, ShardEntry
+    from toolkit.corpus import CorpusManifest, Layout, ShardEntry
 
     root = Path(root)
     entries = []
@@ -93,7 +93,7 @@ def write_corpus(root: Union[str, Path], shards: Dict[str, List[dict]], row_grou
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(docs, schema=ARROW_SCHEMA), root / relative, row_group_size=row_group_size)
         entries.append(ShardEntry(relative, language, bucket, len(docs), sum(len(d["raw_content"]) for d in docs)))
-    CorpusManifest(files=entries).write(str(root))
+    CorpusManifest(files=entries).write(Layout(str(root)))
     return root
 
 

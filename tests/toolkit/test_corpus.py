@@ -28,7 +28,7 @@ def test_layout_paths():
 
 
 def test_manifest_round_trip_and_views(tmp_path):
-    CorpusManifest(files=FILES, config={"x": 1}).write(str(tmp_path))
+    CorpusManifest(files=FILES, config={"x": 1}).write(Layout(str(tmp_path)))
     data = json.loads((tmp_path / "manifest.json").read_text())
     assert data["version"] == MANIFEST_VERSION == 2 and data["format"] == "parquet" and data["documents"] == 6
     manifest = CorpusManifest.read(str(tmp_path))
@@ -37,9 +37,11 @@ def test_manifest_round_trip_and_views(tmp_path):
         "en": {"all": {"documents": 3, "characters": 30, "files": 2}},
         "fr": {"head": {"documents": 3, "characters": 30, "files": 1}},
     }
-    assert manifest.shard_paths(str(tmp_path), buckets=["all"]) == {
+    assert manifest.shard_paths(buckets=["all"]) == {
         "en": [f"{tmp_path}/en/all/part-00000.parquet", f"{tmp_path}/en/all/part-00001.parquet"]
     }
+    with pytest.raises(ValueError, match="not read from a corpus folder"):
+        CorpusManifest(files=FILES).shard_paths()
 
 
 def test_version_1_manifests_still_read(tmp_path):
@@ -56,7 +58,9 @@ def test_unknown_version_and_wrong_format_are_clear_errors(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"version": 9, "files": []}))
     with pytest.raises(ValueError, match="manifest version 9 is not one this version of the toolkit reads"):
         CorpusManifest.read(str(tmp_path))
-    CorpusManifest(format="ccnet", files=[ShardEntry("en_all_0000.json.gz", "en", "all", 1, 1)]).write(str(tmp_path))
+    CorpusManifest(format="ccnet", files=[ShardEntry("en_all_0000.json.gz", "en", "all", 1, 1)]).write(
+        Layout(str(tmp_path))
+    )
     assert CorpusManifest.read(str(tmp_path)).format == "ccnet"
     with pytest.raises(ValueError, match="ccnet-json format; convert it with python -m ccnet_pipeline import-ccnet"):
         CorpusManifest.read(str(tmp_path), require_format="parquet")
