@@ -15,7 +15,7 @@ from ccnet_pipeline.config import MineConfig, saved_config
 from ccnet_pipeline.stats import JobStats, LabelScores
 from lid.model import SCORE_BINS
 from toolkit import storage
-from toolkit.corpus import Layout
+from toolkit.corpus import CorpusManifest, Layout
 
 MIN_DOCUMENTS = 20  # a label with fewer documents gets its row in the printed table, no panel
 PLOTTED_LABELS = 40  # at most this many panels, most documents first
@@ -27,10 +27,11 @@ OUTCOMES = (  # bottom to top: the few dropped documents sit at the foot of the 
 )
 
 
-def thresholds_of(manifest: Dict) -> Dict[str, float]:
-    """Each selected language's threshold, as the job that wrote the corpus applied it (its saved
-    config read back: ``LidConfig.threshold_of``); none for a corpus import-ccnet converted."""
-    config = saved_config(manifest.get("config", {}))
+def thresholds_of(saved: Dict) -> Dict[str, float]:
+    """Each selected language's threshold, as the job that wrote the corpus applied it (its
+    manifest's config read back: ``LidConfig.threshold_of``); none for a corpus import-ccnet
+    converted."""
+    config = saved_config(saved)
     return config.lid.threshold_of() if isinstance(config, MineConfig) else {}
 
 
@@ -154,8 +155,8 @@ def report(layout: Layout, png: str, min_documents: int = MIN_DOCUMENTS) -> str:
     """The table of the corpus folder ``layout``; draws its PNG at ``png`` (a panel per label
     with at least ``min_documents`` documents)."""
     stats = JobStats.read(layout.stats)
-    manifest = storage.read_json(layout.manifest) if storage.exists(layout.manifest) else {}
-    rows = report_rows(stats.language_id, thresholds_of(manifest))
+    saved = CorpusManifest.read(layout).config if storage.exists(layout.manifest) else {}
+    rows = report_rows(stats.language_id, thresholds_of(saved))
     plot(rows, png, min_documents)
     few = sum(1 for row in rows if row["documents"] < min_documents)
     note = (

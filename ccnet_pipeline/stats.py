@@ -143,10 +143,7 @@ class JobStats:
     @classmethod
     def from_counters(cls, segment_totals: Dict[str, int], files: Sequence[ShardEntry]) -> JobStats:
         """The segments' counters summed (``sum_counters``) with those of the written files."""
-        totals: Counter = Counter(segment_totals)
-        for entry in files:
-            totals.update(file_counters(entry))
-        counters = dict(sorted(totals.items()))
+        counters = dict(sorted(sum_counters([segment_totals, *map(file_counters, files)]).items()))
 
         def with_prefix(prefix: str) -> Dict[str, int]:
             return {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}

@@ -14,7 +14,7 @@ Paths work on the local disk and on any Beam file system (``toolkit.storage``).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from toolkit import storage
 
@@ -193,10 +193,10 @@ class CorpusManifest:
         storage.write_json(folder.manifest, self.to_json())
 
     @classmethod
-    def read(cls, root: str, require_format: Optional[str] = None) -> CorpusManifest:
-        """The manifest of the corpus folder ``root``; with ``require_format``, a corpus in
-        another format is a clear error."""
-        folder = Layout(root)
+    def read(cls, root: Union[str, Layout], require_format: Optional[str] = None) -> CorpusManifest:
+        """The manifest of the corpus folder ``root`` (its path, or its ``Layout``); with
+        ``require_format``, a corpus in another format is a clear error."""
+        folder = root if isinstance(root, Layout) else Layout(root)
         path = folder.manifest
         if not storage.exists(path):
             raise FileNotFoundError(
@@ -222,7 +222,7 @@ class CorpusManifest:
         )
         if require_format and manifest.format != require_format:
             raise ValueError(
-                f"{root} holds a corpus in {OUTPUT_FORMATS[manifest.format][0]} format; "
+                f"{folder.root} holds a corpus in {OUTPUT_FORMATS[manifest.format][0]} format; "
                 "convert it with python -m ccnet_pipeline import-ccnet"
             )
         return manifest
