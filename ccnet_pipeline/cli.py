@@ -258,8 +258,10 @@ def _mine(args, beam_args: List[str]) -> int:
     config = build_config(MineConfig, given(args), {"input": (args.input or args.dump,)}).with_absolute_paths()
     if args.dump:
         _download_configs(args)
-    identifier = LanguageIdentifier(storage.localize(config.lid.model_path))
+    identifier = config.lid.identifier()
     identifier.model  # noqa: B018 -- a missing or corrupt model fails here, not on a worker
+    if identifier.neighbours is not None:
+        identifier.neighbours.model  # noqa: B018 -- the same for the neighbours model
     if config.lm_dir:
         _check_language_models(config.lm_dir)
     if config.cutoffs_file:

@@ -87,7 +87,11 @@ class MineConfig(CorpusJob):
             self,
             input=tuple(storage.absolute(pattern) for pattern in self.input),
             output=storage.absolute(self.output),
-            lid=dataclasses.replace(self.lid, model_path=storage.absolute(self.lid.model_path)),
+            lid=dataclasses.replace(
+                self.lid,
+                model_path=storage.absolute(self.lid.model_path),
+                neighbour_model=optional(self.lid.neighbour_model),
+            ),
             lm_dir=optional(self.lm_dir),
             cutoffs_file=optional(self.cutoffs_file),
         )

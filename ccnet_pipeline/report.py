@@ -21,6 +21,7 @@ MIN_DOCUMENTS = 20  # a label with fewer documents gets its row in the printed t
 PLOTTED_LABELS = 40  # at most this many panels, most documents first
 COLUMNS, PANEL_INCHES, DPI = 4, (3.6, 2.5), 100  # 1440 pixels wide
 OUTCOMES = (  # bottom to top: the few dropped documents sit at the foot of the log axis
+    ("script", "no language of its script (dropped)", "tab:purple"),
     ("below_threshold", "below threshold (dropped)", "tab:red"),
     ("not_selected", "not selected (dropped)", "tab:gray"),
     ("kept", "kept", "tab:green"),
@@ -48,6 +49,7 @@ def report_rows(language_id: Dict[str, LabelScores], thresholds: Dict[str, float
                 "kept": entry.kept,
                 "below_threshold": entry.below_threshold,
                 "not_selected": entry.not_selected,
+                "script": entry.script,
                 "dropped_share": (total - entry.kept) / total if total else 0.0,
                 "threshold": thresholds.get(label),
                 "histograms": entry.histograms,
@@ -57,12 +59,15 @@ def report_rows(language_id: Dict[str, LabelScores], thresholds: Dict[str, float
 
 
 def format_table(rows: List[Dict]) -> str:
-    lines = [f"{'label':<10} {'documents':>9} {'kept':>8} {'below':>8} {'not sel.':>8} {'dropped':>8} {'threshold':>9}"]
+    lines = [
+        f"{'label':<10} {'documents':>9} {'kept':>8} {'below':>8} {'not sel.':>8} {'script':>8} {'dropped':>8}"
+        f" {'threshold':>9}"
+    ]
     for row in rows:
         threshold = "-" if row["threshold"] is None else f"{row['threshold']:.2f}"
         lines.append(
             f"{row['label']:<10} {row['documents']:>9} {row['kept']:>8} {row['below_threshold']:>8}"
-            f" {row['not_selected']:>8} {100 * row['dropped_share']:>7.1f}% {threshold:>9}"
+            f" {row['not_selected']:>8} {row['script']:>8} {100 * row['dropped_share']:>7.1f}% {threshold:>9}"
         )
     return "\n".join(lines)
 
@@ -114,7 +119,7 @@ def draw(rows: List[Dict], min_documents: int = MIN_DOCUMENTS):
         axis = top.add_subplot(lines, COLUMNS, index + 1)
         bottom = [0] * SCORE_BINS
         for outcome, _, color in OUTCOMES:
-            counts = row["histograms"][outcome]
+            counts = row["histograms"].get(outcome, [0] * SCORE_BINS)  # no "script" in an older stats.json
             axis.bar(edges, counts, width=1 / SCORE_BINS, align="edge", bottom=bottom, color=color)
             bottom = [b + n for b, n in zip(bottom, counts)]
         if row["threshold"] is not None:

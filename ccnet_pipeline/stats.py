@@ -84,7 +84,7 @@ def sum_counters(counters: Iterable[Dict[str, int]]) -> Dict[str, int]:
     return dict(totals)
 
 
-LID_OUTCOMES = ("kept", "below_threshold", "not_selected")
+LID_OUTCOMES = ("kept", "below_threshold", "not_selected", "script")
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,9 @@ class LabelScores:
     below_threshold: int
     not_selected: int
     histograms: Dict[str, List[int]]
+    script: int = (
+        0  # in a script no model names a language of (und_<Script>); none in a stats.json older than the count
+    )
 
     @classmethod
     def from_histograms(cls, histograms: Dict[str, List[int]]) -> LabelScores:
@@ -121,7 +124,7 @@ class LabelScores:
 
     @property
     def documents(self) -> int:
-        return self.kept + self.below_threshold + self.not_selected
+        return self.kept + self.below_threshold + self.not_selected + self.script
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from lid.languages import map_code
-from lid.model import LanguageIdentifier, default_model_path
+from lid.model import LanguageIdentifier, default_model_path, optional_path
+from lid.neighbours import SHIPPED_NEIGHBOURS, fold_model, fold_of
 from toolkit.cli import flag
 from toolkit.languages import XLMR_CODES
 
@@ -29,12 +30,18 @@ class CalibrationConfig:
     model_path: str = field(
         default_factory=default_model_path, metadata=flag("--model", "--lid-model")
     )  # the fastText LID model the thresholds are for (read in the spaced mode, as they apply)
+    neighbour_model: Optional[str] = field(
+        default=SHIPPED_NEIGHBOURS, metadata=flag(parse=optional_path)
+    )  # the spaced mode's second opinion on languages outside the 100, as the job asks it (none: without)
+    neighbour_folds: int = 0  # the neighbours model's folds: each document is read with the model trained without it (<model>.fold<k>.ftz, python -m lid train-neighbours); 0: the model itself
     target_precision: float = (
         0.99  # each language's threshold: the lowest down to which its precision stays at least this
     )
-    min_threshold: float = 0.1  # never lower: web pages are noisier than clean labelled text
+    min_threshold: float = (
+        0.2  # never lower: web pages are noisier than clean labelled text (docs/language-id.md: 0.1 and 0.2 compared)
+    )
     max_threshold: float = 0.5  # never higher (CCNet's one threshold): calibration keeps more, never less
-    other_languages_weight: float = 0.1  # how much a wrongly kept document of a language outside XLM-R counts in precision, against one of an XLM-R language
+    other_languages_weight: float = 1.0  # how much a wrongly kept document of a language outside XLM-R counts in precision, against one of an XLM-R language (1: as in a uniform mix of the languages)
     min_documents: int = 20  # a language the model gave fewer documents keeps the default threshold (not written)
     sentences_per_document: int = 5  # consecutive sentences (lines, rows) of one language in a document
 
@@ -45,6 +52,8 @@ class CalibrationConfig:
             raise ValueError(
                 f"need 0 <= min_threshold <= max_threshold <= 1, got {self.min_threshold}, {self.max_threshold}"
             )
+        if self.neighbour_folds == 1 or self.neighbour_folds < 0:
+            raise ValueError(f"neighbour_folds must be 0 or at least 2, got {self.neighbour_folds}")
         if self.min_documents < 1 or self.sentences_per_document < 1:
             raise ValueError("min_documents and sentences_per_document must be >= 1")
 
@@ -123,6 +132,25 @@ def predict(identifier: LanguageIdentifier, documents: Sequence[LabelledDocument
     return [Prediction(doc.language, language, score) for doc, (language, score) in zip(documents, results)]
 
 
+def predict_calibration(config: CalibrationConfig, documents: Sequence[LabelledDocument]) -> List[Prediction]:
+    """What the spaced mode says of each document, as ``config`` asks: with its neighbours model,
+    or with ``neighbour_folds``, each document with the fold model trained without it (the
+    neighbours model is trained on calibration's own documents: read with the final model,
+    they would look easier than text it never saw)."""
+    from toolkit.storage import localize
+
+    model = localize(config.model_path)
+    if not config.neighbour_folds or not config.neighbour_model:
+        return predict(LanguageIdentifier(model, "spaced", config.neighbour_model), documents)
+    predictions: List[Optional[Prediction]] = [None] * len(documents)
+    for fold in range(config.neighbour_folds):
+        chosen = [i for i, doc in enumerate(documents) if fold_of(doc.text, config.neighbour_folds) == fold]
+        identifier = LanguageIdentifier(model, "spaced", fold_model(config.neighbour_model, fold))
+        for i, prediction in zip(chosen, predict(identifier, [documents[i] for i in chosen])):
+            predictions[i] = prediction
+    return predictions
+
+
 class LanguageCalibration(NamedTuple):
     threshold: float
     documents: int  # documents the model gave this language
@@ -179,6 +207,28 @@ def outcomes(
         if prediction.language in threshold_of and prediction.score >= threshold_of.get(prediction.language, default):
             counts[prediction.truth]["kept_correct" if prediction.language == prediction.truth else "kept_wrong"] += 1
     return {language: Outcome(c["documents"], c["kept_correct"], c["kept_wrong"]) for language, c in counts.items()}
+
+
+class Label(NamedTuple):
+    kept: int  # documents kept under the label
+    correct: int  # of them, in its language
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.kept if self.kept else 0.0
+
+
+def labels_kept(
+    predictions: Sequence[Prediction], threshold_of: Mapping[str, float], default: float
+) -> Dict[str, Label]:
+    """Per label a mine job keeps documents under (as ``outcomes`` keeps them), how many and how
+    many rightly: what a user finds under each label."""
+    counts: Dict[str, Counter] = defaultdict(Counter)
+    for prediction in predictions:
+        if prediction.language in threshold_of and prediction.score >= threshold_of.get(prediction.language, default):
+            counts[prediction.language]["kept"] += 1
+            counts[prediction.language]["correct"] += prediction.truth == prediction.language
+    return {language: Label(c["kept"], c["correct"]) for language, c in sorted(counts.items())}
 
 
 class Summary(NamedTuple):

@@ -11,7 +11,8 @@ language), while script-aware models such as GlotLID and OpenLID (``__label__hin
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, NamedTuple, Sequence, Tuple
+from collections import Counter
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from lid.second import COVERED as SECOND_COVERED
 from toolkit.languages import XLMR_CODES, XLMR_LANGUAGES
@@ -23,7 +24,7 @@ def _label_tables() -> Tuple[Dict[Tuple[str, str], str], Dict[str, str]]:
     by_iso_and_script: Dict[Tuple[str, str], str] = {}
     by_iso: Dict[str, str] = {}
     for lang in XLMR_LANGUAGES:
-        for iso in [lang.code.split("_")[0], *lang.iso639_3.split("|")]:
+        for iso in [lang.code.split("_")[0], *lang.iso639_3.split("|"), *filter(None, lang.varieties.split("|"))]:
             for script in lang.script.split("|"):
                 # The first row wins, so my_zaw never shadows my, nor zh_Hant zh for a bare "zho".
                 by_iso_and_script.setdefault((iso, script), lang.code)
@@ -82,7 +83,8 @@ def _map(label: str, by_iso_alone: bool) -> str:
 #  - no/da (and lid.176's ``nn``): 1 of 160 Norwegian Bokmål documents comes out ``da``. No rule.
 #  - zh/zh_Hant: lid.176 has one ``zh`` for both scripts. Rule: ``zh`` is ``zh_Hant`` when its
 #    Traditional-only characters outnumber its Simplified-only ones (``is_traditional_chinese``:
-#    all 701 Traditional and 701 Simplified SIB-200 sentences told apart).
+#    all 701 Traditional and 701 Simplified SIB-200 sentences told apart), and ``yue`` (written
+#    Cantonese, outside the 100) when Cantonese's own characters are 1% of it (``han_language``).
 #  - my/my_zaw: lid.176 says ``my`` of Burmese in either encoding; Myanmar Tools tells Zawgyi
 #    (``lid.second``).
 #  - the romanized variants (``hi_rom``...): lid.176 has no label for them and no labelled data
@@ -122,12 +124,38 @@ def _han_variants() -> Tuple[frozenset, frozenset]:
 _HAN_VARIANTS: List[Tuple[frozenset, frozenset]] = []
 
 
-def is_traditional_chinese(text: str) -> bool:
-    """Whether Traditional-only characters outnumber Simplified-only ones in ``text``."""
+def is_traditional_chinese(text: str, characters: Optional[Counter] = None) -> bool:
+    """Whether Traditional-only characters outnumber Simplified-only ones in ``text`` (whose
+    ``characters`` a caller may have counted already)."""
     if not _HAN_VARIANTS:
         _HAN_VARIANTS.append(_han_variants())
     simplified, traditional = _HAN_VARIANTS[0]
-    return sum(char in traditional for char in text) > sum(char in simplified for char in text)
+    characters = characters if characters is not None else Counter(text)
+    count = lambda chosen: sum(n for char, n in characters.items() if char in chosen)
+    return count(traditional) > count(simplified)
+
+
+# Characters of written colloquial Cantonese that Mandarin text does not use (咪 and 嘞 are left
+# out: Mandarin writes 猫咪 and 好嘞). None is in SIB-200's 2,008 Mandarin and 1,004 Cantonese
+# sentences (FLORES-200's yue_Hant is Standard Written Chinese, as Hong Kong writes it formally),
+# in the reference text's 19,358 Mandarin Tatoeba sentences, or in the CommonCrawl pages of
+# ../shared but for the Cantonese lines of a translation template; 57 of UDHR's 60 Cantonese
+# paragraphs have them.
+CANTONESE = frozenset("嘅咗啲嘢喺哋冇嗰噉乜嚟咩囉佢")
+CANTONESE_SHARE = 0.01  # of a text's Han characters from which it is written Cantonese (and 2 at least)
+
+
+def han_language(text: str) -> str:
+    """The language of a text lid.176 calls ``zh``: ``yue`` (lid.176's label of Cantonese) where
+    written Cantonese's own characters make ``CANTONESE_SHARE`` of it, else ``zh_Hant`` or ``zh``
+    by ``is_traditional_chinese``."""
+    characters = Counter(text)  # a page's distinct characters are far fewer than its characters
+    cantonese = sum(n for char, n in characters.items() if char in CANTONESE)
+    if cantonese >= 2 and cantonese >= CANTONESE_SHARE * sum(
+        n for char, n in characters.items() if "\u3400" <= char <= "\u9fff"
+    ):
+        return "yue"
+    return "zh_Hant" if is_traditional_chinese(text, characters) else "zh"
 
 
 def apply_rules(languages: Sequence[str], probabilities: Sequence[float], text: str) -> Tuple[str, float]:
@@ -137,8 +165,8 @@ def apply_rules(languages: Sequence[str], probabilities: Sequence[float], text: 
     twin = _TWIN_OF.get(language)
     if twin and len(languages) > 1 and languages[1] == twin.twin and probabilities[1] >= twin.ratio * probability:
         return twin.twin, probabilities[1]
-    if language == "zh" and is_traditional_chinese(text):
-        return "zh_Hant", probability
+    if language == "zh":
+        return han_language(text), probability
     return language, probability
 
 

@@ -10,9 +10,12 @@ language is *in* the page when its lines scored at least ``SURE`` hold ``MIN_PAR
 of UTF-8 or more (bytes, so that a Chinese paragraph weighs what its translation does). A page
 with one such language (or none) goes on whole, as before; a page with several is split: every
 line goes to the language of the nearest sure line before it (after it, for the first lines),
-and each language's lines, in page order, make one part. A part is then a document like any
-other: quality signals are its page's, language ID identifies the part as a whole and its
-threshold keeps or drops it (a page kept whole goes on with the identification it got here).
+and each language's lines, in page order, make one part. Each part is then identified as a
+whole, with the checks a page gets (script, neighbours model), and parts that end with the same
+label are one part, identified again, until every part of the page has a label of its own (a
+page whose parts all end with one label goes on whole). A part is then a document like any
+other: quality signals are its page's and language ID's threshold keeps or drops it under the
+label it got here (a page kept whole goes on with the identification it got here).
 
 A part keeps its page's url, digest, title and ``original_*`` counts; ``line_ids`` says which
 lines of the page it holds, and ``page`` (not written to the shards) its number and its page's
@@ -21,12 +24,11 @@ size, so that the page's read and dedup counts are counted once.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
-
-import numpy as np
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from filters.document import Document
-from filters.stage import Result, Stage
+from filters.stage import Result, Results, Stage
+from lid import scripts
 from lid.model import LanguageIdentifier, LidConfig
 
 MIN_LINE_CHARS = 40  # shorter lines (menus, dates, names) are not identified: they follow their neighbours
@@ -37,41 +39,12 @@ MAX_PARTS = 8  # a page in more languages than this is dropped as mixed (a list 
 MIXED = "mixed"  # the drop reason
 
 
-# Code points where scripts start and end (Latin, Greek, Cyrillic, Armenian, Hebrew, Arabic,
-# Devanagari, Bengali, the other Indic scripts, Thai to Myanmar, Georgian, Ethiopic, Khmer, kana
-# and Han together as Japanese writes them, Hangul); anything else counts as no script.
-_SCRIPT_RANGES = (
-    (0x41, 0x24F), (0x370, 0x3FF), (0x400, 0x52F), (0x530, 0x58F), (0x590, 0x5FF), (0x600, 0x8FF),
-    (0x900, 0x97F), (0x980, 0x9FF), (0xA00, 0xDFF), (0xE00, 0x109F), (0x10A0, 0x10FF), (0x1100, 0x11FF),
-    (0x1200, 0x137F), (0x1780, 0x17FF), (0x3040, 0x30FF), (0x3130, 0x318F), (0x3400, 0x9FFF),
-    (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFB50, 0xFEFF),
-)  # fmt: skip
-_SCRIPT_OF = {  # range index -> script (Hangul's two ranges, Han's and Arabic's presentation forms merged)
-    i: {11: 15, 16: 14, 17: 15, 18: 14, 19: 5}.get(i, i) for i in range(len(_SCRIPT_RANGES))
-}
-_STARTS = np.array([start for start, _ in _SCRIPT_RANGES])
-_ENDS = np.array([end for _, end in _SCRIPT_RANGES])
-_MERGE = np.array([_SCRIPT_OF[i] for i in range(len(_SCRIPT_RANGES))])
-
-
-def other_script_bytes(text: str) -> int:
-    """UTF-8 bytes of the text's letters in other scripts than its main one (by bytes, as
-    ``languages_in`` weighs languages; Latin's punctuation and digits count as Latin, anything
-    outside ``_SCRIPT_RANGES`` as no script)."""
-    points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
-    where = np.searchsorted(_STARTS, points, side="right") - 1
-    inside = (where >= 0) & (points <= _ENDS[np.maximum(where, 0)])
-    size = 1 + (points >= 0x80) + (points >= 0x800)  # UTF-8 bytes, none of these ranges needs 4
-    weights = np.bincount(_MERGE[where[inside]], weights=size[inside], minlength=len(_SCRIPT_RANGES))
-    return int(weights.sum() - weights.max())
-
-
 def one_script(text: str) -> bool:
     """Whether the text has less than ``MIN_PART_BYTES`` of letters outside its main script: a
     page whose whole-text language ID is sure can still hold a paragraph in another script that
     fastText's words miss (a page of Ukrainian, Japanese and Chinese paragraphs reads as
     Ukrainian at 0.996)."""
-    return other_script_bytes(text) < MIN_PART_BYTES
+    return scripts.other_script_bytes(scripts.letter_bytes(text)) < MIN_PART_BYTES
 
 
 def languages_in(labels: Sequence[Optional[tuple]], lines: Sequence[str]) -> List[str]:
@@ -143,9 +116,7 @@ class MixedPages(Stage):
 
     def setup(self) -> None:
         if self.identifier is None:
-            from toolkit.storage import localize
-
-            self.identifier = LanguageIdentifier(localize(self.config.model_path), "spaced")
+            self.identifier = self.config.identifier()  # the spaced mode's: split and drop need it
 
     def apply(self, doc: Document) -> Result:
         return self.apply_batch([doc])[0]
@@ -162,7 +133,8 @@ class MixedPages(Stage):
         labels: List[List[Optional[tuple]]] = [[None] * len(page) for page in lines]
         for (d, i), label in zip(wanted, predicted):
             labels[d][i] = label
-        results = []
+        results: List = []
+        to_split: Dict[int, List[str]] = {}  # result index -> each line's language
         for doc, page, page_labels, (language, score) in zip(docs, lines, labels, whole):
             present = languages_in(page_labels, page)
             if len(present) < 2:  # identified already: language ID does not identify it again
@@ -170,8 +142,40 @@ class MixedPages(Stage):
             elif self.config.mixed == "drop" or len(present) > MAX_PARTS:
                 results.append((doc, MIXED))
             else:
-                results.append([(part, None) for part in split_page(doc, assign_lines(page_labels, present))])
+                to_split[len(results)] = assign_lines(page_labels, present)
+                results.append(None)
+        for index, parts in self._parts([docs[i] for i in to_split], list(to_split.values())).items():
+            results[list(to_split)[index]] = parts
         return results
+
+    def _parts(self, pages: Sequence[Document], assignments: List[List[str]]) -> Dict[int, Results]:
+        """Each page's parts, identified, with those that end with the same label merged (and
+        identified again) until every label is one part's; a page left in one part, whole."""
+        identified: Dict[str, Tuple[Optional[str], float]] = {}  # a part's text -> its identification
+        done: Dict[int, Results] = {}
+        pending = dict(enumerate(assignments))
+        while pending:
+            parts = {p: split_page(pages[p], assigned) for p, assigned in pending.items()}
+            new = list(dict.fromkeys(part["raw_content"] for page in parts.values() for part in page))
+            new = [text for text in new if text not in identified]
+            identified.update(zip(new, self.identifier.predict(new)))
+            for p, page in parts.items():
+                final = [identified[part["raw_content"]] for part in page]
+                if len({language for language, _ in final}) == len(final):
+                    done[p] = [
+                        ({**part, "language": language, "language_score": score}, None)
+                        for part, (language, score) in zip(page, final)
+                    ]
+                    del pending[p]
+                else:  # each line goes to its part's label: parts with one label become one
+                    label_of = {part["page"]["part"]: language for part, (language, _) in zip(page, final)}
+                    order = list(dict.fromkeys(pending[p]))
+                    pending[p] = [str(label_of[order.index(key)]) for key in pending[p]]
+        for p, page in done.items():
+            if len(page) == 1:  # every part ended with one label: the page goes on whole
+                (part, _), page_doc = page[0], pages[p]
+                done[p] = ({**page_doc, "language": part["language"], "language_score": part["language_score"]}, None)
+        return done
 
     def __getstate__(self):  # the loaded models do not pickle: workers load their own
         return {**self.__dict__, "identifier": None}

@@ -6,8 +6,10 @@ threshold, and stored rounded. ``spaced`` turns newlines into spaces, so that th
 line and the first of the next are not read as one word, keeps the exact probability, applies
 the confusable-language rules of ``lid.languages`` to the top two labels, asks a second
 identifier (CLD3, ``lid.second``) where the fastText model is unsure, for the languages lid.176
-has no label for, tells Zawgyi Burmese from Unicode Burmese (Myanmar Tools, ``lid.second``), and takes each language's own threshold from a calibrated file
-(``python -m lid calibrate``)."""
+has no label for, tells Zawgyi Burmese from Unicode Burmese (Myanmar Tools, ``lid.second``),
+checks that the text is written in a script of its language (``lid.scripts``), asks the
+neighbours model whether it is a language outside XLM-R's 100 (``lid.neighbours``), and takes
+each language's own threshold from a calibrated file (``python -m lid calibrate``)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ import numpy as np
 from filters.document import Document
 from filters.stage import KEPT, Result, Stage
 from lid.languages import apply_rules, map_label
+from lid.neighbours import SHIPPED_NEIGHBOURS, NeighbourModel, second_opinions
+from lid.scripts import UNKNOWN_PREFIX
 from lid.second import CONSULTED_BELOW, SecondIdentifier
 from toolkit.cli import flag
 from toolkit.languages import XLMR_CODES, parse_languages
@@ -53,6 +57,11 @@ def default_model_path() -> str:
             "(make install does it); or pass --lid-model PATH"
         )
     return str(Path(list(spec.submodule_search_locations)[0]) / DEFAULT_MODEL_FILE)
+
+
+def optional_path(text: str) -> Optional[str]:
+    """A path from the command line; ``none`` (or nothing) for none."""
+    return None if text.strip().lower() in ("", "none") else text
 
 
 def read_thresholds(path: str) -> Thresholds:
@@ -102,6 +111,9 @@ class LidConfig:
     thresholds: Thresholds = field(
         default=(), metadata=flag("--lang-thresholds", parse=read_thresholds)
     )  # CSV language,threshold (python -m lid calibrate writes one; lid/thresholds/lid.176.csv ships): each language's threshold in the spaced mode, the others at --lang-threshold; the ccnet mode ignores it
+    neighbour_model: Optional[str] = field(
+        default=SHIPPED_NEIGHBOURS, metadata=flag("--neighbour-model", parse=optional_path)
+    )  # the spaced mode's second opinion on languages outside the 100 (lid/models/neighbours.ftz ships; none: no such opinion, the script check alone); the ccnet mode has none
 
     def __post_init__(self):
         if self.mode not in LID_MODES:
@@ -113,6 +125,8 @@ class LidConfig:
             )
             thresholds = ()
         object.__setattr__(self, "thresholds", thresholds)  # as read back from a saved config: pairs of str, float
+        if self.mode == "ccnet":
+            object.__setattr__(self, "neighbour_model", None)
         if self.mixed not in MIXED_MODES:
             raise ValueError(f"mixed pages must be one of {MIXED_MODES}, got {self.mixed!r}")
         if self.mixed != "keep" and self.mode == "ccnet":
@@ -127,6 +141,13 @@ class LidConfig:
         # The model file is checked when a job is built (LanguageIdentifier.model), not here: a
         # config read back from a manifest names a file of the machine that ran the job.
 
+    def identifier(self) -> LanguageIdentifier:
+        """The identifier this config describes, its models fetched to local files where they are remote."""
+        from toolkit.storage import localize
+
+        neighbours = self.neighbour_model
+        return LanguageIdentifier(localize(self.model_path), self.mode, neighbours and localize(neighbours))
+
     def threshold_of(self) -> Dict[str, float]:
         """Each selected language's threshold: its own from ``thresholds``, else ``threshold``."""
         own = dict(self.thresholds)
@@ -136,11 +157,13 @@ class LidConfig:
 class LanguageIdentifier:
     """Top-1 language of whole documents. Holds the model path and loads it lazily, once."""
 
-    def __init__(self, model_path: str, mode: str = "ccnet"):
+    def __init__(self, model_path: str, mode: str = "ccnet", neighbour_model: Optional[str] = SHIPPED_NEIGHBOURS):
         self.model_path = model_path
         self.mode = mode
         self._model = None
         self.second = SecondIdentifier()  # the spaced mode's, for languages lid.176 lacks (lid.second)
+        # the spaced mode's second opinion on languages outside the 100 (lid.neighbours)
+        self.neighbours = NeighbourModel(neighbour_model) if neighbour_model and mode == "spaced" else None
 
     @property
     def model(self):
@@ -186,15 +209,21 @@ class LanguageIdentifier:
             if language == "my" and self.second.is_zawgyi(cleaned[i]):
                 language = "my_zaw"
             results[i] = (language, min(score, 1.0))
+        asked = [i for i in nonempty if results[i][0] in XLMR_CODES]
+        opinions = second_opinions([texts[i] for i in asked], [results[i] for i in asked], self.neighbours)
+        for i, opinion in zip(asked, opinions):
+            if opinion is not None:
+                results[i] = (opinion[0], min(opinion[1], 1.0))
         return results
 
 
 class LanguageFilter(Stage):
-    """Stage: ``language`` and ``language_score`` set; a document whose score is below the
-    threshold, or whose language is not selected, is dropped."""
+    """Stage: ``language`` and ``language_score`` set; a document in a script no model names a
+    language of (``und_<Script>``), whose score is below the threshold, or whose language is not
+    selected, is dropped."""
 
     name = "lid"
-    reasons = ("below_threshold", "not_selected")
+    reasons = ("below_threshold", "not_selected", "script")
 
     @classmethod
     def counts(cls, doc: Document, outcome: str) -> Dict[str, int]:
@@ -215,9 +244,7 @@ class LanguageFilter(Stage):
 
     def setup(self) -> None:
         if self.identifier is None:
-            from toolkit.storage import localize
-
-            self.identifier = LanguageIdentifier(localize(self.config.model_path), self.config.mode)
+            self.identifier = self.config.identifier()
             self.identifier.model  # noqa: B018 -- loaded now rather than on the first document
 
     def apply(self, doc: Document) -> Result:
@@ -232,7 +259,9 @@ class LanguageFilter(Stage):
         results = []
         for doc, (language, score) in zip(docs, identified):
             doc = {**doc, "language": language, "language_score": score}
-            if score < self.threshold_of.get(language, self.config.threshold):
+            if language is not None and language.startswith(UNKNOWN_PREFIX):  # in no script of its label
+                results.append((doc, "script"))
+            elif score < self.threshold_of.get(language, self.config.threshold):
                 results.append((doc, "below_threshold"))
             elif language not in self.threshold_of:
                 results.append((doc, "not_selected"))

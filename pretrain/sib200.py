@@ -27,6 +27,7 @@ from pretrain.hub import from_pretrained
 from pretrain.run_dir import RunDir
 from pretrain.tasks import read_rows
 from toolkit import storage
+from toolkit.languages import VARIETY_CODES
 
 SOURCE = "eng_Latn"  # the fine-tuning language, as XTREME's zero-shot setting has it
 COLUMNS = {"text_column": "text", "label_column": "category"}
@@ -48,9 +49,10 @@ class Sib200Result(NamedTuple):
 
 
 def language_folders(sib_dir: str, languages: Sequence[str]) -> Tuple[Dict[str, str], List[str]]:
-    """({language: folder} for the XLM-R codes ``languages`` that SIB-200 has, the ones it lacks)."""
+    """({language: folder} for the XLM-R codes ``languages`` that SIB-200 has, the ones it lacks);
+    a language's own folder before its varieties' (arb_Arab, not the dialect acm_Arab, for ar)."""
     by_code: Dict[str, str] = {}
-    for name in sorted(os.listdir(sib_dir)):
+    for name in sorted(os.listdir(sib_dir), key=lambda name: (name.split("_")[0] in VARIETY_CODES, name)):
         if os.path.isfile(os.path.join(sib_dir, name, "test.tsv")):
             by_code.setdefault(map_code(name), name)
     found = {language: by_code[language] for language in languages if language in by_code}

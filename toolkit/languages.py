@@ -16,12 +16,15 @@ class Language(NamedTuple):
     name: str
     script: str  # ISO 15924 code(s) of its text in CC-100, "|"-separated
     iso639_3: str  # the ISO 639-3 code(s) script-aware LID models use, "|"-separated
+    # Codes (ISO 639-1 or 639-3) of varieties counted as this language, as CC-100 counts what
+    # lid.176 calls ar, fa or no: the Arabic dialects FLORES-200 has, Dari, Bokmål and Nynorsk.
+    varieties: str = ""
 
 
 # fmt: off
 XLMR_LANGUAGES: Tuple[Language, ...] = tuple(Language(*row) for row in [
     ("af", "Afrikaans", "Latn", "afr"), ("am", "Amharic", "Ethi", "amh"),
-    ("ar", "Arabic", "Arab", "ara|arb"), ("as", "Assamese", "Beng", "asm"),
+    ("ar", "Arabic", "Arab", "ara|arb", "acm|acq|aeb|ajp|apc|ars|ary|arz"), ("as", "Assamese", "Beng", "asm"),
     ("az", "Azerbaijani", "Latn", "aze|azj"), ("be", "Belarusian", "Cyrl", "bel"),
     ("bg", "Bulgarian", "Cyrl", "bul"), ("bn", "Bengali", "Beng", "ben"),
     ("bn_rom", "Bengali (romanized)", "Latn", "ben"), ("br", "Breton", "Latn", "bre"),
@@ -31,7 +34,7 @@ XLMR_LANGUAGES: Tuple[Language, ...] = tuple(Language(*row) for row in [
     ("el", "Greek", "Grek", "ell"), ("en", "English", "Latn", "eng"),
     ("eo", "Esperanto", "Latn", "epo"), ("es", "Spanish", "Latn", "spa"),
     ("et", "Estonian", "Latn", "est|ekk"), ("eu", "Basque", "Latn", "eus"),
-    ("fa", "Persian", "Arab", "fas|pes"), ("fi", "Finnish", "Latn", "fin"),
+    ("fa", "Persian", "Arab", "fas|pes", "prs"), ("fi", "Finnish", "Latn", "fin"),
     ("fr", "French", "Latn", "fra"), ("fy", "Western Frisian", "Latn", "fry"),
     ("ga", "Irish", "Latn", "gle"), ("gd", "Scottish Gaelic", "Latn", "gla"),
     ("gl", "Galician", "Latn", "glg"), ("gu", "Gujarati", "Gujr", "guj"),
@@ -49,9 +52,9 @@ XLMR_LANGUAGES: Tuple[Language, ...] = tuple(Language(*row) for row in [
     ("lv", "Latvian", "Latn", "lav|lvs"), ("mg", "Malagasy", "Latn", "mlg|plt"),
     ("mk", "Macedonian", "Cyrl", "mkd"), ("ml", "Malayalam", "Mlym", "mal"),
     ("mn", "Mongolian", "Cyrl", "mon|khk"), ("mr", "Marathi", "Deva", "mar"),
-    ("ms", "Malay", "Latn", "msa|zsm"), ("my", "Burmese", "Mymr", "mya"),
+    ("ms", "Malay", "Latn", "msa|zsm", "zlm"), ("my", "Burmese", "Mymr", "mya"),
     ("my_zaw", "Burmese (Zawgyi)", "Mymr", "mya"), ("ne", "Nepali", "Deva", "nep|npi"),
-    ("nl", "Dutch", "Latn", "nld"), ("no", "Norwegian", "Latn", "nor|nob"),
+    ("nl", "Dutch", "Latn", "nld"), ("no", "Norwegian", "Latn", "nor|nob", "nb|nn|nno"),
     ("om", "Oromo", "Latn", "orm|gaz"), ("or", "Oriya", "Orya", "ori|ory"),
     ("pa", "Punjabi", "Guru", "pan"), ("pl", "Polish", "Latn", "pol"),
     ("ps", "Pashto", "Arab", "pus|pbt"), ("pt", "Portuguese", "Latn", "por"),
@@ -74,6 +77,7 @@ XLMR_LANGUAGES: Tuple[Language, ...] = tuple(Language(*row) for row in [
 # fmt: on
 assert len(XLMR_LANGUAGES) == 100
 XLMR_CODES: Tuple[str, ...] = tuple(lang.code for lang in XLMR_LANGUAGES)
+VARIETY_CODES = frozenset(code for lang in XLMR_LANGUAGES for code in lang.varieties.split("|") if code)
 ROMANIZED_CODES = tuple(code for code in XLMR_CODES if code.endswith("_rom"))
 
 

@@ -58,7 +58,7 @@ def test_report_on_the_embedded_sample_with_the_shipped_thresholds(sample, tmp_p
     assert main(["report", str(out)]) == 0
     printed = capsys.readouterr().out
     header, first, *_ = printed.splitlines()
-    assert header.split() == ["label", "documents", "kept", "below", "not", "sel.", "dropped", "threshold"]
+    assert header.split() == ["label", "documents", "kept", "below", "not", "sel.", "script", "dropped", "threshold"]
     top = max(
         language_id, key=lambda label: sum(language_id[label][o] for o in ("kept", "below_threshold", "not_selected"))
     )

@@ -340,7 +340,7 @@ def test_real_commoncrawl_wet_end_to_end(tmp_path):
             [
                 "mine",
                 "--input",
-                str(SHARED_DATA / "commoncrawl" / "*.warc.wet.gz"),
+                str(SHARED_DATA / "commoncrawl" / "CC-MAIN-2024-22-sample.warc.wet.gz"),
                 "--output",
                 str(out),
                 "--langs",
