@@ -21,8 +21,8 @@ from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.download import DownloadConfig, DumpSelection
 from ccnet_pipeline.report import MIN_DOCUMENTS
 from ccnet_pipeline.sample import SampleConfig
-from ccnet_pipeline.stats import JobStats
-from filters.perplexity import LanguageModel, available_languages
+from ccnet_pipeline.stats import JobStats, OutputCounts
+from filters.perplexity import BUCKETS, LanguageModel, available_languages
 from lid.languages import languages_without_label
 from lid.model import LanguageIdentifier, LidConfig
 from toolkit import storage
@@ -158,11 +158,19 @@ def _print_summary(stats: JobStats, output: str) -> None:
     escaped = stats.counters.get("read/url_bytes_escaped", 0)
     if escaped:
         print(f"{escaped} URLs have bytes that are not UTF-8: kept, those bytes percent-encoded (caf%E9)")
-    print(f"  {'language':9s}{'head':>8s}{'middle':>8s}{'tail':>8s}{'all':>8s}{'characters':>12s}")
-    for language, buckets in sorted(stats.output.items()):
-        counts = "".join(f"{buckets[b].documents if b in buckets else 0:8d}" for b in ("head", "middle", "tail", "all"))
+    print(format_output_table(stats.output))
+
+
+def format_output_table(output: Dict[str, Dict[str, OutputCounts]]) -> str:
+    """Documents per language in each bucket the job wrote (head/middle/tail with models, all without),
+    their total and their characters."""
+    present = [b for b in BUCKETS if any(b in buckets for buckets in output.values())]
+    lines = ["  " + f"{'language':9s}" + "".join(f"{b:>8s}" for b in present) + f"{'total':>8s}{'characters':>12s}"]
+    for language, buckets in sorted(output.items()):
+        counts = [buckets[b].documents if b in buckets else 0 for b in present]
         characters = sum(bucket.characters for bucket in buckets.values())
-        print(f"  {language:9s}{counts}{characters:12d}")
+        lines.append(f"  {language:9s}" + "".join(f"{n:8d}" for n in counts) + f"{sum(counts):8d}{characters:12d}")
+    return "\n".join(lines)
 
 
 def _report_parser(sub) -> None:

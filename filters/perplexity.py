@@ -29,6 +29,7 @@ from filters.stage import KEPT, Result, Stage
 from toolkit import storage
 
 NO_BUCKET = "all"  # documents without a model or without cutoffs for their language
+BUCKETS = ("head", "middle", "tail", NO_BUCKET)  # lowest perplexity first, then the documents without one
 PERCENTILES = tuple(range(100))  # the rows of a CCNet cutoff.csv: 0..99
 PERPLEXITY_MODES = ("ccnet", "lines")
 
@@ -252,11 +253,12 @@ def bucket(
     values = cutoffs.get(language) if language else None
     if perplexity is None or values is None:
         return NO_BUCKET
+    head, middle, tail, _ = BUCKETS
     if perplexity < values[config.head_percentile]:
-        return "head"
+        return head
     if perplexity < values[config.tail_percentile]:
-        return "middle"
-    return "tail"
+        return middle
+    return tail
 
 
 def read_cutoffs(path: str) -> Cutoffs:

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from ccnet_pipeline.cli import UsageError, _mine_parser, beam_parser, check_beam_args, main
+from ccnet_pipeline.cli import UsageError, _mine_parser, beam_parser, check_beam_args, format_output_table, main
+from ccnet_pipeline.stats import OutputCounts
 from tests.support.helpers import page, paragraphs, write_wet_file
 
 
@@ -160,3 +161,21 @@ def test_a_dry_run_is_the_dataflow_runners_only(wet, tmp_path, capsys):
         capsys.readouterr().err == "error: --dry_run is the DataflowRunner's: --runner=FnApiRunner would run the job\n"
     )
     assert not out.exists()
+
+
+def test_the_summary_table_shows_the_buckets_that_exist_and_a_total_per_language():
+    with_models = {
+        "en": {"head": OutputCounts(3, 300), "middle": OutputCounts(2, 200), "tail": OutputCounts(1, 100)},
+        "sw": {"all": OutputCounts(4, 40)},  # no reference model for sw
+    }
+    assert format_output_table(with_models).split("\n") == [
+        "  language     head  middle    tail     all   total  characters",
+        "  en              3       2       1       0       6         600",
+        "  sw              0       0       0       4       4          40",
+    ]
+    without_models = {"de": {"all": OutputCounts(2, 632)}, "zh": {"all": OutputCounts(11, 16884)}}
+    assert format_output_table(without_models).split("\n") == [
+        "  language      all   total  characters",
+        "  de              2       2         632",
+        "  zh             11      11       16884",
+    ]
