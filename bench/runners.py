@@ -1,7 +1,9 @@
-"""make bench-runners: the mine job on Spark and Flink against the FnApiRunner, taking turns.
+"""make bench-runners: the mine job on Spark and Flink against the FnApiRunner, taking turns, at
+two input sizes, so that a job's fixed cost is told from its cost per page.
 
-On the bench-datatrove input (20,000 generated WET pages in 16 languages, 8 files; the same
-reference models), each a fresh ``python -m ccnet_pipeline mine`` process, 2 workers everywhere:
+On the bench-datatrove input (generated WET pages in 16 languages, 2,500 to a file: 20,000 and
+80,000 pages by default; the same reference models), each a fresh ``python -m ccnet_pipeline
+mine`` process, 2 workers everywhere:
   - FnApiRunner: ``--direct_num_workers=2 --direct_running_mode=multi_processing``;
   - Spark: the standalone cluster of ``engines`` (2 one-core workers), process workers (each
     started by an executor through worker/boot.py) and LOOPBACK workers (the SDK harness inside
@@ -9,12 +11,13 @@ reference models), each a fresh ``python -m ccnet_pipeline mine`` process, 2 wor
   - Flink: the embedded Flink (``[local]``) and the standalone cluster (2 one-slot
     TaskManagers), parallelism 2, process workers.
 The engines are started once, before the runs (a cluster is up before its jobs); each run's time
-is the launcher's wall clock. Prints documents/s per core, the output's documents (all equal),
-and where a run's time went, from the engines' own logs: launcher (start to submission, and
-after the job's end), job start (submission to the first task: the SparkContext or Flink job,
-executors, jar shipping), tasks (first task to the job's end) and, on Spark, the executors'
-jar fetching and the tasks' busy time. Ends with the core-hours of one CommonCrawl snapshot at
-the best rate.
+is the launcher's wall clock. Prints pages/s per core, the output's documents (all equal at one
+size), and where a run's time went, from the engines' own logs: launcher (start to submission,
+and after the job's end), job start (submission to the first task: the SparkContext or Flink job,
+executors, jar shipping), tasks (first task to the job's end) and, on Spark, the executors' jar
+fetching and the tasks' busy time. Ends with each run's fixed seconds per job and marginal
+pages/s per core (the line through its best times at the sizes), and the core-hours of one
+CommonCrawl snapshot at that marginal rate.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from bench.common import bench_wet, input_arguments, reference_models
+from bench.common import bench_wet, reference_models
 from bench.vs_datatrove import LANGUAGES, written
 from engines import Engine, EngineConfig
 
@@ -185,95 +188,154 @@ def report(name: str, seconds: float, started: float, ended: float, events: Dict
     return f"  {name:28s} " + ", ".join(parts)
 
 
+PAGES_PER_SEGMENT = 2500  # every input size in WET files of the same size, as a dump grows in files
+
+
+def fixed_and_marginal(seconds_by_size: Dict[int, float]) -> Tuple[float, float]:
+    """The least-squares line through (pages, seconds): the seconds a job costs whatever its size,
+    and its marginal pages/s on the machine's cores."""
+    sizes = sorted(seconds_by_size)
+    mean_n = sum(sizes) / len(sizes)
+    mean_t = sum(seconds_by_size.values()) / len(sizes)
+    slope = sum((n - mean_n) * (seconds_by_size[n] - mean_t) for n in sizes) / sum((n - mean_n) ** 2 for n in sizes)
+    return mean_t - slope * mean_n, 1 / slope
+
+
+RUNS = {  # key: the run's name and the engine it runs on
+    "fnapi": ("FnApiRunner", None),
+    "spark": ("Spark, process workers", "spark"),
+    "spark-loopback": ("Spark, LOOPBACK workers", "spark"),
+    "flink": ("Flink [local], process workers", "flink"),
+    "flink-cluster": ("Flink cluster, process workers", "flink-cluster"),
+}
+
+
+def beam_args_of(key: str, engine: Optional[Engine]) -> List[str]:
+    """The run's Beam flags (its engine up)."""
+    if engine is None:
+        return ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+    if key == "spark-loopback":
+        return [*[a for a in engine.beam_args() if not a.startswith("--environment_")], "--environment_type=LOOPBACK"]
+    return engine.beam_args()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    input_arguments(parser, "out/bench-runners")
+    parser.add_argument("--sizes", default="20000,80000", help="pages per job, in WET files of 2,500 pages")
+    parser.add_argument(
+        "--runs",
+        default="fnapi,spark,spark-loopback,flink,flink-cluster",
+        help="which runs, comma-separated (default: all five)",
+    )
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workdir", default="out/bench-runners")
     args = parser.parse_args(argv)
     workdir = Path(args.workdir).resolve()
-    wet = workdir / "wet"
-    paths = bench_wet(str(wet), args.documents, args.segments)
+    sizes = [int(size) for size in args.sizes.split(",")]
+    inputs = {}
+    for size in sizes:
+        wet = workdir / f"wet-{size}"
+        paths = bench_wet(str(wet), size, max(1, size // PAGES_PER_SEGMENT))
+        inputs[size] = wet
+        print(f"input: {len(paths)} WET files, {size} pages")
     lm_dir = workdir / "lm"
     reference_models(str(lm_dir), LANGUAGES, str(workdir / "reference"))
     langs = ",".join(LANGUAGES)
-    print(f"input: {len(paths)} WET files, {args.documents} pages, languages {langs}")
+    print(f"languages {langs}")
 
+    chosen = [key.strip() for key in args.runs.split(",")]
+    unknown = set(chosen) - set(RUNS)
+    if unknown:
+        raise SystemExit(f"no run named {', '.join(sorted(unknown))}: choose among {', '.join(RUNS)}")
+    assembled = ROOT / "out" / "engines"
     engines = {
-        "spark": Engine(EngineConfig("spark"), root=workdir / "engines", assembled=ROOT / "out" / "engines"),
-        "flink": Engine(
-            EngineConfig("flink", master="[local]"), root=workdir / "engines", assembled=ROOT / "out" / "engines"
-        ),
+        "spark": Engine(EngineConfig("spark"), root=workdir / "engines", assembled=assembled),
+        "flink": Engine(EngineConfig("flink", master="[local]"), root=workdir / "engines", assembled=assembled),
+        "flink-cluster": Engine(EngineConfig("flink"), root=workdir / "engines-flink-cluster", assembled=assembled),
     }
-    cluster = Engine(EngineConfig("flink"), root=workdir / "engines-flink-cluster", assembled=ROOT / "out" / "engines")
+    engines = {name: engine for name, engine in engines.items() if name in {RUNS[key][1] for key in chosen}}
     started_engines = []
     try:
-        for name, engine in [*engines.items(), ("flink cluster", cluster)]:
+        for name, engine in engines.items():
             start = time.perf_counter()
             engine.up()
             started_engines.append(engine)
             print(f"{name} up in {time.perf_counter() - start:.1f} s")
-        loopback = [a for a in engines["spark"].beam_args() if not a.startswith("--environment_")]
-        runs = {
-            "FnApiRunner": (["--direct_num_workers=2", "--direct_running_mode=multi_processing"], None),
-            "Spark, process workers": (engines["spark"].beam_args(), engines["spark"]),
-            "Spark, LOOPBACK workers": ([*loopback, "--environment_type=LOOPBACK"], engines["spark"]),
-            "Flink [local], process workers": (engines["flink"].beam_args(), engines["flink"]),
-            "Flink cluster, process workers": (cluster.beam_args(), cluster),
-        }
-        best: Dict[str, float] = {}
-        breakdowns: Dict[str, str] = {}
-        cpus: Dict[str, Dict[str, float]] = {}
-        print(f"\n{'run':44s} {'seconds':>8s} {'docs/s/core':>12s} {'written':>8s}")
+        runs = {}
+        for key in chosen:
+            name, engine = RUNS[key][0], engines.get(RUNS[key][1])
+            runs[name] = (beam_args_of(key, engine), engine)
+        best: Dict[Tuple[str, int], float] = {}
+        breakdowns: Dict[Tuple[str, int], str] = {}
+        cpus: Dict[Tuple[str, int], Dict[str, float]] = {}
+        print(f"\n{'run':44s} {'pages':>7s} {'seconds':>8s} {'pages/s/core':>12s} {'written':>8s}")
         for round_number in range(1, args.rounds + 1):
-            for name, (beam_args, engine) in runs.items():
-                output = workdir / "out" / re.sub(r"\W+", "-", name.lower())
-                subprocess.run(["rm", "-rf", str(output)], check=True)
-                logs = [LogTail(engine.services.get(name).log) for name in engine.state().services] if engine else []
-                command = [sys.executable, "-m", "ccnet_pipeline", "mine", "--input", str(wet / "*.warc.wet.gz")]
-                command += ["--output", str(output), "--langs", langs, "--lm-dir", str(lm_dir), *beam_args]
-                cpu = CpuSampler(service_groups(engine))
-                started = time.time()
-                launcher = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-                cpu.launcher = launcher.pid
-                if launcher.wait() != 0:
-                    raise SystemExit(f"{name}: the mine job failed")
-                ended = time.time()
-                cpu_seconds = cpu.stop()
-                seconds = ended - started
-                if seconds < best.get(name, float("inf")):
-                    best[name] = seconds
-                    if engine:
-                        lines = [line for log in logs for line in log.lines()]
-                        events = (
-                            spark_breakdown(engine, lines, started)
-                            if engine.config.engine == "spark"
-                            else flink_breakdown(lines)
-                        )
-                        breakdowns[name] = report(name, seconds, started, ended, events)
-                    cpus[name] = cpu_seconds
-                label = f"{name}, round {round_number}"
-                rate = args.documents / seconds / 2
-                print(f"{label:44s} {seconds:8.2f} {rate:12.0f} {written(str(output)):8d}", flush=True)
+            for size in sizes:
+                for name, (beam_args, engine) in runs.items():
+                    output = workdir / "out" / re.sub(r"\W+", "-", name.lower())
+                    subprocess.run(["rm", "-rf", str(output)], check=True)
+                    logs = [LogTail(engine.services.get(s).log) for s in engine.state().services] if engine else []
+                    command = [sys.executable, "-m", "ccnet_pipeline", "mine", "--input"]
+                    command += [str(inputs[size] / "*.warc.wet.gz"), "--output", str(output), "--langs", langs]
+                    command += ["--lm-dir", str(lm_dir), *beam_args]
+                    cpu = CpuSampler(service_groups(engine))
+                    started = time.time()
+                    launcher = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+                    cpu.launcher = launcher.pid
+                    if launcher.wait() != 0:
+                        raise SystemExit(f"{name}: the mine job failed")
+                    ended = time.time()
+                    cpu_seconds = cpu.stop()
+                    seconds, key = ended - started, (name, size)
+                    if seconds < best.get(key, float("inf")):
+                        best[key] = seconds
+                        if engine:
+                            lines = [line for log in logs for line in log.lines()]
+                            events = (
+                                spark_breakdown(engine, lines, started)
+                                if engine.config.engine == "spark"
+                                else flink_breakdown(lines)
+                            )
+                            breakdowns[key] = report(f"{name}, {size}", seconds, started, ended, events)
+                        cpus[key] = cpu_seconds
+                    label = f"{name}, round {round_number}"
+                    rate = size / seconds / 2
+                    print(f"{label:44s} {size:7d} {seconds:8.2f} {rate:12.0f} {written(str(output)):8d}", flush=True)
     finally:
         for engine in started_engines:
             engine.down()
-    print("\nbest runs, documents/s per core, and against the FnApiRunner's:")
-    for name, seconds in best.items():
-        rate = args.documents / seconds / 2
-        print(f"  {name:32s} {rate:8.0f}  {best['FnApiRunner'] / seconds:5.2f}x")
+    summarize(runs, sizes, best, breakdowns, cpus)
+    return 0
+
+
+def summarize(runs, sizes: List[int], best, breakdowns, cpus) -> None:
+    print("\nbest runs, pages/s per core, and against the FnApiRunner's at the same size:")
+    for name, size in best:
+        rate = size / best[name, size] / 2
+        against = f"  {best['FnApiRunner', size] / best[name, size]:5.2f}x" if ("FnApiRunner", size) in best else ""
+        print(f"  {name:32s} {size:7d} {rate:8.0f}{against}")
     print("\nwhere the best runs' time went (the engines' logs):")
     for line in breakdowns.values():
         print(line)
     print("\nCPU seconds of the best runs, by process (SDK workers: the job's Python; JVMs: the engine):")
-    for name, seconds in cpus.items():
+    for (name, size), seconds in cpus.items():
         parts = ", ".join(f"{kind} {value:5.1f}" for kind, value in sorted(seconds.items()))
-        print(f"  {name:32s} {sum(seconds.values()):6.1f} in all: {parts}")
-    engine_rates = {name: args.documents / seconds / 2 for name, seconds in best.items() if name != "FnApiRunner"}
-    name, rate = max(engine_rates.items(), key=lambda item: item[1])
+        print(f"  {name:32s} {size:7d} {sum(seconds.values()):6.1f} in all: {parts}")
+    if len(sizes) < 2:
+        return
     print(
-        f"\none snapshot ({SNAPSHOT_PAGES:.0e} pages) at the best engine rate ({name}, {rate:.0f} pages/s per core): "
-        f"{SNAPSHOT_PAGES / rate / 3600:,.0f} core-hours"
+        "\nper job: fixed seconds and marginal pages/s per core (the line through the best runs' times), and the"
+        " same for CPU seconds of all its processes; one snapshot's core-hours at the marginal rate:"
     )
-    return 0
+    for name in runs:
+        fixed, rate = fixed_and_marginal({size: best[name, size] for size in sizes})
+        fixed_cpu, cpu_rate = fixed_and_marginal({size: sum(cpus[name, size].values()) for size in sizes})
+        print(
+            f"  {name:32s} wall: fixed {fixed:5.1f} s, {rate / 2:5.0f} pages/s per core;"
+            f" CPU: fixed {fixed_cpu:5.1f} s, {1000 / cpu_rate:.2f} ms per page;"
+            f" one snapshot ({SNAPSHOT_PAGES:.0e} pages) {SNAPSHOT_PAGES / (rate / 2) / 3600:,.0f} core-hours"
+            f" ({SNAPSHOT_PAGES / cpu_rate / 3600:,.0f} CPU-hours)"
+        )
 
 
 if __name__ == "__main__":

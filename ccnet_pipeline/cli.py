@@ -1,4 +1,4 @@
-"""python -m ccnet_pipeline {mine,import-ccnet,download,sample,report} ...
+"""python -m ccnet_pipeline {mine,estimate,import-ccnet,download,sample,report} ...
 
 Every flag ``mine`` or ``import-ccnet`` does not know is passed to Beam unchanged (``--runner=DataflowRunner``,
 ``--direct_num_workers=2 --direct_running_mode=multi_processing``, ...); one that Beam does not know either
@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.download import DownloadConfig, DumpSelection
+from ccnet_pipeline.estimate import EstimateConfig, estimate, spread
 from ccnet_pipeline.report import MIN_DOCUMENTS
 from ccnet_pipeline.sample import SampleConfig
 from ccnet_pipeline.stats import JobStats, OutputCounts
@@ -260,9 +261,21 @@ def _warn_of_languages_without_label(identifier: LanguageIdentifier, lid: LidCon
 
 
 def _mine(args, beam_args: List[str]) -> int:
-    from ccnet_pipeline.pipeline import list_segments, load_cutoffs, run
+    from ccnet_pipeline.pipeline import list_segments, run
 
-    # Everything the job is given is checked before a download of --dump starts.
+    config = _checked_mine_config(args)
+    if args.dump:
+        config = dataclasses.replace(config, input=tuple(_download(args))).with_absolute_paths()
+    segments = list_segments(config.input)
+    _prepare_output(config.layout, {"config": config.to_json(), "segments": segments}, args.overwrite)
+    return _run_once(config.layout, lambda: run(config, segments, beam_args))
+
+
+def _checked_mine_config(args) -> MineConfig:
+    """The mine job's config from its flags, everything it names checked before a download of
+    --dump or any work starts."""
+    from ccnet_pipeline.pipeline import load_cutoffs
+
     config = build_config(MineConfig, given(args), {"input": (args.input or args.dump,)}).with_absolute_paths()
     if args.dump:
         _download_configs(args)
@@ -275,11 +288,49 @@ def _mine(args, beam_args: List[str]) -> int:
     if config.cutoffs_file:
         load_cutoffs(config)  # a malformed file fails here
     _warn_of_languages_without_label(identifier, config.lid)
+    return config
+
+
+def _estimate_parser(sub) -> None:
+    estimate = sub.add_parser(
+        "estimate",
+        allow_abbrev=False,
+        help="the mine job's cost on a whole dump (or input), from a few of its WET files mined here",
+    )
+    source = estimate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", help="glob of WET files, e.g. 'data/*.warc.wet.gz'")
+    source.add_argument("--dump", help="a CommonCrawl dump, e.g. CC-MAIN-2019-09: only the sample is downloaded")
+    add_config_arguments(estimate, MineConfig)
+    _download_arguments(estimate)
+    add_config_arguments(estimate, EstimateConfig, prefix="estimate.")
+    _runner_arguments(estimate)
+
+
+def _estimate(args, beam_args: List[str]) -> int:
+    from ccnet_pipeline.download import Downloader
+    from ccnet_pipeline.pipeline import list_segments
+
+    config = _checked_mine_config(args)
+    options = build_config(EstimateConfig, given(args, "estimate."))
+    if beam_args:
+        print(f"not used by the estimate, whose sample runs here on the FnApiRunner: {' '.join(beam_args)}")
     if args.dump:
-        config = dataclasses.replace(config, input=tuple(_download(args))).with_absolute_paths()
-    segments = list_segments(config.input)
-    _prepare_output(config.layout, {"config": config.to_json(), "segments": segments}, args.overwrite)
-    return _run_once(config.layout, lambda: run(config, segments, beam_args))
+        selection, download = _download_configs(args)
+        downloader = Downloader(download)
+        try:
+            segments = selection.select(downloader.list_wet_paths(selection.dump))
+        except RuntimeError as error:
+            raise UsageError(str(error)) from None
+        chosen = spread(segments, options.sample_segments)
+        failures = downloader.fetch_all(chosen)
+        if failures:
+            raise UsageError(f"the sample could not be downloaded: {failures}")
+        sample = [os.path.join(download.cache, path) for path in chosen]
+    else:
+        segments = list_segments(config.input)
+        sample = spread(segments, options.sample_segments)
+    print("\n".join(estimate(config, sample, len(segments), options).lines()))
+    return 0
 
 
 def _sample(args) -> int:
@@ -413,13 +464,14 @@ def check_beam_args(beam_args: List[str], job: argparse.ArgumentParser) -> None:
     raise UsageError(f"unexpected argument {value!r}: {why} (options are --flag=value or --flag value)")
 
 
-COMMANDS = {"mine": _mine, "import-ccnet": _import}  # the Beam jobs: flags they do not know go to Beam
+COMMANDS = {"mine": _mine, "import-ccnet": _import, "estimate": _estimate}  # flags they do not know go to Beam
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ccnet_pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _mine_parser(sub)
+    _estimate_parser(sub)
     _import_parser(sub)
     _download_parser(sub)
     _sample_parser(sub)
