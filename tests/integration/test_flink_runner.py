@@ -2,7 +2,8 @@
 Maven Central serves (``make engines``): an embedded Flink (``[local]``) with parallelism 2, and
 a standalone cluster of a JobManager and two one-slot TaskManagers started from the same jars
 (Maven Central has no flink-dist). SDK workers are processes of a Beam worker pool. Every output
-file equals the FnApiRunner's; the committed counters equal stats.json."""
+file equals the FnApiRunner's; the committed counters equal stats.json. The job runs with `make
+corpus`'s default LID: spaced, the shipped thresholds (neighbours model, CLD3), mixed pages split."""
 
 import json
 import shutil
@@ -19,7 +20,7 @@ from ccnet_pipeline.pipeline import execute, job_counters, list_segments
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from engines import Engine, EngineConfig
 from filters.dedup import DedupConfig
-from lid.model import LidConfig
+from lid.model import LidConfig, read_thresholds
 from tests.support.runners import ROOT, contents
 from toolkit.languages import parse_languages
 
@@ -36,7 +37,12 @@ def job(lm_dir, tmp_path_factory):
     job = MineConfig(
         input=(str(wet / "*.warc.wet.gz"),),
         output=str(tmp_path_factory.mktemp("reference") / "corpus"),
-        lid=LidConfig(languages=parse_languages("en,de,fr,es,ru")),
+        lid=LidConfig(  # make corpus's default LID: spaced, the shipped thresholds, mixed pages split
+            languages=parse_languages("en,de,fr,es,ru"),
+            mode="spaced",
+            thresholds=read_thresholds(str(ROOT / "lid" / "thresholds" / "lid.176.csv")),
+            mixed="split",
+        ),
         dedup=DedupConfig(),
         lm_dir=str(lm_dir),
         keep_dropped=True,
@@ -62,6 +68,7 @@ def test_flink_gives_the_fnapirunner_output_and_commits_the_counters(master, job
     reference = Path(job.output)
     assert contents(output) == contents(reference)
     stats = json.loads((output / "stats.json").read_text())
+    assert stats["mixed_pages"]["split"] > 0 and stats["dropped"]["not_selected"] > 0  # make corpus's LID ran
     assert stats == json.loads((reference / "stats.json").read_text())
     assert counters == stats["counters"]
     assert metrics and all(metric.committed == metric.attempted for metric in metrics)  # Flink commits them

@@ -3,7 +3,8 @@ what Maven Central and PyPI serve (``make engines``): a standalone master with t
 workers on 127.0.0.1. Every output file equals the FnApiRunner's with LOOPBACK workers (the
 launcher runs the SDK harness) and with process workers that boot from the staged wheel
 (worker/boot.py); the counters Spark reports (attempted ones only) equal stats.json; a worker
-killed mid-job and a launcher killed mid-job change nothing."""
+killed mid-job and a launcher killed mid-job change nothing. The job runs as `make corpus` runs it
+by default: spaced LID with the shipped thresholds (neighbours model, CLD3), mixed pages split."""
 
 import json
 import os
@@ -25,13 +26,16 @@ from ccnet_pipeline.sample import SampleConfig, generate_sample
 from engines import Engine, EngineConfig, process_environment, worker_command
 from engines.spark import master_state
 from filters.dedup import DedupConfig
-from lid.model import LidConfig
+from lid.model import LidConfig, read_thresholds
 from tests.support.runners import ROOT, contents, staging, worker_python
 from toolkit.languages import parse_languages
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="Java is absent: Spark runs on a JVM")
 
 LANGS = "en,de,fr,es,ru"
+THRESHOLDS = ROOT / "lid" / "thresholds" / "lid.176.csv"
+# make corpus's default LID: spaced, the shipped thresholds (neighbours model, CLD3), mixed pages split
+LID_FLAGS = ["--lid-mode", "spaced", "--lang-thresholds", str(THRESHOLDS), "--mixed-pages", "split"]
 ASSEMBLED = ROOT / "out" / "engines"  # what `make engines` fetched and unpacked
 
 
@@ -57,7 +61,9 @@ def config(wet: Path, output: Path, lm_dir: Path) -> MineConfig:
     return MineConfig(
         input=(str(wet / "*.warc.wet.gz"),),
         output=str(output),
-        lid=LidConfig(languages=parse_languages(LANGS)),
+        lid=LidConfig(
+            languages=parse_languages(LANGS), mode="spaced", thresholds=read_thresholds(str(THRESHOLDS)), mixed="split"
+        ),
         dedup=DedupConfig(),
         lm_dir=str(lm_dir),
         keep_dropped=True,
@@ -89,6 +95,7 @@ def test_loopback_workers_give_the_fnapirunner_output_and_spark_counts_as_stats_
     result = execute(job, list_segments(job.input), loopback(spark))
     files, stats = reference
     assert contents(tmp_path / "corpus") == files
+    assert stats["mixed_pages"]["split"] > 0 and stats["dropped"]["not_selected"] > 0  # make corpus's LID ran
     assert len([name for name in files if name.endswith(".parquet")]) >= 15
     # Spark commits no metric: the counters read back are the attempted ones, equal to stats.json
     metrics = result.metrics().query(MetricsFilter().with_namespace("ccnet"))["counters"]
@@ -106,7 +113,8 @@ def test_process_workers_booting_from_the_staged_wheel_give_the_fnapirunner_outp
     command = worker_command(tmp_path / "boot", str(python), {"PIP_NO_INDEX": "1", "TMPDIR": str(tmp_path / "tmp")})
     endpoint = without_environment(spark.beam_args())
     argv = ["mine", "--input", str(wet / "*.warc.wet.gz"), "--output", str(tmp_path / "corpus")]
-    argv += ["--langs", LANGS, "--lm-dir", str(lm_dir), "--keep-dropped", *endpoint, *process_environment(command)]
+    argv += ["--langs", LANGS, *LID_FLAGS, "--lm-dir", str(lm_dir), "--keep-dropped", *endpoint]
+    argv += process_environment(command)
     assert main([*argv, *staging("extra_package", tmp_path)]) == 0
     assert contents(tmp_path / "corpus") == reference[0]
     installed = tmp_path.glob("worker-env/lib/python*/site-packages/ccnet_pipeline/steps/dedup.py")
@@ -117,7 +125,7 @@ def test_a_launcher_killed_mid_job_resumes_from_the_committed_segments(spark, we
     output = tmp_path / "corpus"
     job = config(wet, output, lm_dir)
     command = [sys.executable, "-m", "ccnet_pipeline", "mine", "--input", job.input[0], "--output", str(output)]
-    command += ["--langs", LANGS, "--lm-dir", str(lm_dir), "--keep-dropped", *loopback(spark)]
+    command += ["--langs", LANGS, *LID_FLAGS, "--lm-dir", str(lm_dir), "--keep-dropped", *loopback(spark)]
     with open(tmp_path / "launcher.log", "wb") as log:
         launcher = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True, cwd=ROOT)
     try:
