@@ -84,9 +84,10 @@ def _download_configs(args) -> Tuple[DumpSelection, DownloadConfig]:
     return selection, build_config(DownloadConfig, given(args, "download."), {"progress": sys.stderr.isatty()})
 
 
-def _download(args) -> List[str]:
-    """Fetch the selected WET files of ``args.dump``; their local paths. Fails clearly, with the
-    list of files that could not be fetched after every retry."""
+def _download(args, sample: Optional[int] = None) -> Tuple[List[str], int]:
+    """Fetch the selected WET files of ``args.dump`` (with ``sample``, only that many of them,
+    ``spread`` over the selection); their local paths and the number selected. Fails clearly,
+    with the list of files that could not be fetched after every retry."""
     from ccnet_pipeline.download import Downloader
 
     selection, config = _download_configs(args)
@@ -95,12 +96,13 @@ def _download(args) -> List[str]:
         selected = selection.select(downloader.list_wet_paths(selection.dump))
     except RuntimeError as error:
         raise UsageError(str(error)) from None
-    failures = downloader.fetch_all(selected)
+    fetched = selected if sample is None else spread(selected, sample)
+    failures = downloader.fetch_all(fetched)
     if failures:
         report = "\n".join(f"  {path}: {reason}" for path, reason in failures)
-        raise UsageError(f"{len(failures)} of {len(selected)} files could not be downloaded:\n{report}")
-    print(f"{len(selected)} WET files of {selection.dump} are in {config.cache}")
-    return [os.path.join(config.cache, path) for path in selected]
+        raise UsageError(f"{len(failures)} of {len(fetched)} files could not be downloaded:\n{report}")
+    print(f"{len(fetched)} WET files of {selection.dump} are in {config.cache}")
+    return [os.path.join(config.cache, path) for path in fetched], len(selected)
 
 
 def _import_parser(sub) -> None:
@@ -265,7 +267,7 @@ def _mine(args, beam_args: List[str]) -> int:
 
     config = _checked_mine_config(args)
     if args.dump:
-        config = dataclasses.replace(config, input=tuple(_download(args))).with_absolute_paths()
+        config = dataclasses.replace(config, input=tuple(_download(args)[0])).with_absolute_paths()
     segments = list_segments(config.input)
     _prepare_output(config.layout, {"config": config.to_json(), "segments": segments}, args.overwrite)
     return _run_once(config.layout, lambda: run(config, segments, beam_args))
@@ -307,7 +309,6 @@ def _estimate_parser(sub) -> None:
 
 
 def _estimate(args, beam_args: List[str]) -> int:
-    from ccnet_pipeline.download import Downloader
     from ccnet_pipeline.pipeline import list_segments
 
     config = _checked_mine_config(args)
@@ -315,21 +316,11 @@ def _estimate(args, beam_args: List[str]) -> int:
     if beam_args:
         print(f"not used by the estimate, whose sample runs here on the FnApiRunner: {' '.join(beam_args)}")
     if args.dump:
-        selection, download = _download_configs(args)
-        downloader = Downloader(download)
-        try:
-            segments = selection.select(downloader.list_wet_paths(selection.dump))
-        except RuntimeError as error:
-            raise UsageError(str(error)) from None
-        chosen = spread(segments, options.sample_segments)
-        failures = downloader.fetch_all(chosen)
-        if failures:
-            raise UsageError(f"the sample could not be downloaded: {failures}")
-        sample = [os.path.join(download.cache, path) for path in chosen]
+        sample, segments = _download(args, options.sample_segments)
     else:
-        segments = list_segments(config.input)
-        sample = spread(segments, options.sample_segments)
-    print("\n".join(estimate(config, sample, len(segments), options).lines()))
+        listed = list_segments(config.input)
+        sample, segments = spread(listed, options.sample_segments), len(listed)
+    print("\n".join(estimate(config, sample, segments, options).lines()))
     return 0
 
 

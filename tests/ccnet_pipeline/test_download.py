@@ -7,6 +7,7 @@ import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -252,3 +253,15 @@ def test_mine_from_a_dump(tmp_path):
     assert code == 0
     stats = (tmp_path / "corpus" / "stats.json").read_text()
     assert '"segments": 2' in stats
+
+
+def test_estimate_from_a_dump_downloads_only_its_sample(tmp_path, capsys):
+    files, segments = layout(6)
+    with FaultyServer(files, {}) as server:
+        argv = ["estimate", "--dump", DUMP, "--base-url", server.base_url, "--cache", str(tmp_path / "cache")]
+        argv += ["--output", str(tmp_path / "corpus"), "--langs", "en", "--min-len", "100"]
+        code = main([*argv, "--sample-segments", "2", "--workdir", str(tmp_path / "estimate")])
+    assert code == 0
+    assert "estimated from 2 of 6 WET files" in capsys.readouterr().out
+    fetched = sorted(p.name for p in (tmp_path / "cache").rglob("*.warc.wet.gz"))
+    assert fetched == sorted(Path(segments[i]).name for i in (1, 4))  # spread over the dump's list
