@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ccnet_pipeline.config import MineConfig
+from ccnet_pipeline.progress import file_sizes, size
 from ccnet_pipeline.stats import JobStats
 from ccnet_pipeline.steps.dedup import segment_hashes
 from filters.dedup import summarize_segment
@@ -150,13 +151,13 @@ class Estimate:
             f" ({self.cpu_seconds_per_segment:.1f} CPU-s per file; {self.fixed_cpu_seconds:.1f} s fixed per job)",
             f"  wall-clock         {_figure(self.wall_hours)} h on {options.workers} workers x"
             f" {options.cores_per_worker} cores (an SDK worker per core, + {options.fixed_seconds:.0f} s start-up)",
-            f"  memory per worker  {_bytes(self.core_memory_bytes * options.cores_per_worker)}:"
-            f" {_bytes(self.core_memory_bytes)} per core (the smaller run's peak, and a dedup partition of"
-            f" {_bytes(self.partition_bytes)})",
+            f"  memory per worker  {size(self.core_memory_bytes * options.cores_per_worker)}:"
+            f" {size(self.core_memory_bytes)} per core (the smaller run's peak, and a dedup partition of"
+            f" {size(self.partition_bytes)})",
             f"  dedup partitions   {self.hash_partitions:,}",
-            f"  shuffle            {_bytes(self.shuffle_bytes)} {error}",
-            f"  download           {_bytes(self.download_bytes)} {error}",
-            f"  output             {_bytes(self.output_bytes)} in {self.output_files:,} files {error}"
+            f"  shuffle            {size(self.shuffle_bytes)} {error}",
+            f"  download           {size(self.download_bytes)} {error}",
+            f"  output             {size(self.output_bytes)} in {self.output_files:,} files {error}"
             f" ({_figure(self.documents)} documents read)",
             "assumptions: an engine's cost per file is the FnApiRunner's (make bench-runners, 2026-12-07: Spark's"
             " and Flink's marginal CPU per page with PROCESS workers, 0.86-1.06x of it); files cost in proportion"
@@ -167,14 +168,6 @@ class Estimate:
 
 def _figure(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def _bytes(count: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024:
-            return f"{_figure(count)} {unit}"
-        count /= 1024
-    return f"{_figure(count)} TiB"
 
 
 def estimate(config: MineConfig, sample: Sequence[str], segments: int, options: EstimateConfig) -> Estimate:
@@ -191,7 +184,7 @@ def estimate(config: MineConfig, sample: Sequence[str], segments: int, options: 
     per_segment = max(0.0, (whole.cpu_seconds - half.cpu_seconds) / (whole.files - half.files))
     fixed = max(0.0, half.cpu_seconds - per_segment * half.files)
     scale = segments / len(sample)
-    sizes = [os.path.getsize(path) for path in sample]
+    sizes = file_sizes(sample)
     error = 2 * statistics.stdev(sizes) / statistics.mean(sizes) / math.sqrt(len(sample))
     error *= math.sqrt(max(0.0, 1 - len(sample) / segments))  # none when the sample is the whole input
     entries = dedup_entries(config, sample) * scale
@@ -209,7 +202,7 @@ def estimate(config: MineConfig, sample: Sequence[str], segments: int, options: 
         shuffle_bytes=entries * SHUFFLE_BYTES_PER_ENTRY,
         output_bytes=whole.output_bytes * scale,
         output_files=sum(
-            max(1, math.ceil(size * scale / config.target_shard_size)) for size in whole.text_bytes.values() if size
+            max(1, math.ceil(text * scale / config.target_shard_size)) for text in whole.text_bytes.values() if text
         ),
         download_bytes=sum(sizes) * scale,
         documents=whole.stats.documents_read * scale,
