@@ -195,7 +195,7 @@ eval: $(VENV)/.installed
 test: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz engines
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The inner loop: everything but the whole-job and multi-process tests (pytest -m "not slow").
+# The inner loop: everything but the whole-job, training and multi-process tests (pytest -m "not slow").
 test-fast: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 

@@ -422,6 +422,24 @@ def beam_parser(beam_args: List[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
+def job_server_flags(endpoint: Optional[str]) -> List[str]:
+    """The flags of the options a job server describes (its runner's own, as Spark's and
+    Flink's), which Beam's portable runner adds to its own when it submits a job; none when
+    the server does not answer (the job's submission then says why)."""
+    if not endpoint:
+        return []
+    import grpc
+    from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
+
+    try:
+        with grpc.insecure_channel(endpoint) as channel:
+            stub = beam_job_api_pb2_grpc.JobServiceStub(channel)
+            described = stub.DescribePipelineOptions(beam_job_api_pb2.DescribePipelineOptionsRequest(), timeout=30)
+    except grpc.RpcError:
+        return []
+    return [f"--{option.name}" for option in described.options]
+
+
 def _flags(parser: argparse.ArgumentParser) -> List[str]:
     return [name for action in parser._actions for name in action.option_strings if name.startswith("--")]
 
@@ -436,6 +454,9 @@ def check_beam_args(beam_args: List[str], job: argparse.ArgumentParser) -> None:
         return
     beam = beam_parser(beam_args)
     unknown = [arg for arg in beam.parse_known_args(beam_args)[1] if arg != "--"]  # "--": no more options
+    if unknown and runner_path(beam_args) and runner_path(beam_args).endswith("PortableRunner"):
+        described = job_server_flags(beam.parse_known_args(beam_args)[0].job_endpoint)
+        unknown = [arg for arg in unknown if arg.split("=", 1)[0] not in described]
     if not unknown:
         return
     options = [arg for arg in unknown if arg.startswith("-")]

@@ -77,6 +77,8 @@ class EngineState:
         ]
         if self.config.engine == "flink" and self.config.on_this_machine:
             args.append(f"--parallelism={self.config.workers}")
+        if self.config.engine == "spark":  # what the job stages to executors: engines/spark.py
+            args.append(f"--pipeline_resources_detector_factory_class={spark.STAGED_JARS}")
         return args
 
 

@@ -7,6 +7,10 @@
   version of each library.
 - A standalone cluster: a master and one-core workers started as plain JVMs (pyspark has no
   ``sbin/start-*.sh``), all on 127.0.0.1.
+- What a job stages to its executors: not Beam's default (the job server's whole classpath,
+  425 MB, copied by every executor of every job) but ``StagedJars.java`` (compiled here):
+  nothing where the executors run on this machine (Beam's jars are on their classpath), Beam's
+  jars alone for another cluster (each executor has Spark's own).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import sys
 import tarfile
 import tempfile
 import urllib.request
+import zipfile
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from engines.maven import BEAM_JAVA_VERSION, Artifact, EngineError, library, newest_of_each, require, resolve
 from engines.services import Service, Services, free_port
@@ -54,6 +59,12 @@ JAVA_17_OPTIONS = [
     "--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
     "-Djdk.reflect.useDirectMethodHandle=false",
 ]
+# The JVMs of a cluster on this machine: they schedule and shuffle, the job's work is Python's,
+# so C2 compilation and G1's threads are a per-job cost with nothing to win back (they halve the
+# executors' CPU per job; docs/cluster.md, Measured).
+SMALL_JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+STAGED_JARS = "xlmr.engines.StagedJars"  # engines/StagedJars.java
+STAGED_JARS_SOURCE = Path(__file__).with_name("StagedJars.java")
 
 
 def runner(beam_version: str = BEAM_JAVA_VERSION) -> Artifact:
@@ -98,15 +109,56 @@ def spark_env(home: Path, local: bool = True) -> Dict[str, str]:
 
 
 def job_server_classpath(root: Path, beam_version: str = BEAM_JAVA_VERSION) -> List[str]:
-    """Beam's Spark runner and Spark's own jars (assembled in ``root``), one version of each library."""
-    beam = resolve([runner(beam_version)], root / f"spark-runner-{beam_version}")
+    """Beam's Spark runner and Spark's own jars (assembled in ``root``), one version of each
+    library, and the StagedJars plugin compiled against them."""
+    folder = root / f"spark-runner-{beam_version}"
+    beam = resolve([runner(beam_version)], folder)
     spark = sorted(str(jar) for jar in (spark_home(root) / "jars").glob("*.jar"))
-    return newest_of_each(beam, spark)
+    return [*newest_of_each(beam, spark), str(staged_jars_plugin(folder, beam))]
+
+
+def staged_jars_plugin(folder: Path, beam: List[str]) -> Path:
+    """``StagedJars.java`` compiled against Beam's jars into ``folder/staged-jars.jar`` (again
+    when the source changes), with the service entry that registers its options."""
+    jar = folder / "staged-jars.jar"
+    if jar.is_file() and jar.stat().st_mtime >= STAGED_JARS_SOURCE.stat().st_mtime:
+        return jar
+    javac = require("javac", "to compile engines/StagedJars.java (a JDK, not a JRE)")
+    with tempfile.TemporaryDirectory(dir=folder) as classes:
+        done = subprocess.run(
+            [javac, "-nowarn", "-d", classes, "-cp", os.pathsep.join(beam), str(STAGED_JARS_SOURCE)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise EngineError(f"javac could not compile {STAGED_JARS_SOURCE.name}: {done.stderr.strip()[-500:]}")
+        partial = folder / "staged-jars.jar.partial"
+        with zipfile.ZipFile(partial, "w") as archive:
+            for path in sorted(Path(classes).rglob("*.class")):
+                archive.write(path, path.relative_to(classes).as_posix())
+            archive.writestr(
+                "META-INF/services/org.apache.beam.sdk.options.PipelineOptionsRegistrar", f"{STAGED_JARS}$Registrar\n"
+            )
+        partial.replace(jar)
+    return jar
+
+
+def executor_jars(classpath: List[str], home: Path, on_this_machine: bool) -> Tuple[List[str], List[str]]:
+    """(the executors' extra classpath, the jars a job stages to them). Executors have Spark's
+    own jars; Beam's (those of the job server's classpath outside Spark's) they find on this
+    machine, or else are sent. Guava goes first on their classpath either way: Spark's guava 14
+    lacks what Beam's gRPC calls (``NoSuchMethodError … Preconditions.checkState``)."""
+    (guava,) = [jar for jar in classpath if library(jar)[0] == "guava"]
+    spark_jars = str((home / "jars").resolve())
+    beam = [jar for jar in classpath if not str(Path(jar).resolve()).startswith(spark_jars)]
+    if on_this_machine:
+        return [guava, *[jar for jar in beam if jar != guava]], []
+    return [guava], beam
 
 
 def _java(home: Path, main: str, args: List[str], heap: str = "512m") -> List[str]:
     java = require("java", "to run Spark")
-    return [java, *JAVA_17_OPTIONS, f"-Xmx{heap}", "-cp", str(home / "jars" / "*"), main, *args]
+    return [java, *JAVA_17_OPTIONS, *SMALL_JVM_OPTIONS, f"-Xmx{heap}", "-cp", str(home / "jars" / "*"), main, *args]
 
 
 def start_cluster(services: Services, home: Path, workers: int = 2) -> str:
@@ -169,21 +221,25 @@ def log_config(root: Path) -> Path:
 
 def start_job_server(services: Services, classpath: List[str], home: Path, master_url: str) -> str:
     """Beam's Spark job server (``classpath``: ``job_server_classpath``) for ``master_url``
-    (``spark://host:port`` or ``local[N]``); its job endpoint. Executors get the job server's
-    guava first on their classpath: Spark's own guava 14 lacks what Beam's gRPC calls
-    (``NoSuchMethodError … Preconditions.checkState``). Kryo, because Beam caches PCollections
-    as Java objects that Java serialization cannot send to another executor, which then
-    recomputes the block silently (and its counters count it twice)."""
+    (``spark://host:port`` or ``local[N]``); its job endpoint. The executors' classpath and
+    what jobs stage: ``executor_jars``. Kryo, because Beam caches PCollections as Java objects
+    that Java serialization cannot send to another executor, which then recomputes the block
+    silently (and its counters count it twice)."""
     java = require("java", "to run Beam's Spark job server")
-    (guava,) = [jar for jar in classpath if library(jar)[0] == "guava"]
+    local = master_url.startswith(("local", "spark://127.0.0.1:", "spark://localhost:"))
+    extra_classpath, staged = executor_jars(classpath, home, local)
+    small_jvms = SMALL_JVM_OPTIONS if local else []
     artifacts = services.root / "artifacts" / "spark"
     artifacts.mkdir(parents=True, exist_ok=True)
     ports = {"job": free_port(), "artifact": free_port(), "expansion": free_port()}
     command = [
         java,
         *JAVA_17_OPTIONS,
+        *small_jvms,
         "-Xmx1g",
-        f"-Dspark.executor.extraClassPath={guava}",
+        f"-Dspark.executor.extraClassPath={os.pathsep.join(extra_classpath)}",
+        *([f"-Dspark.executor.extraJavaOptions={' '.join(small_jvms)}"] if small_jvms else []),
+        f"-Dxlmr.stagedJars={os.pathsep.join(staged)}",
         "-Dspark.serializer=org.apache.spark.serializer.KryoSerializer",
         f"-Dlog4j2.configurationFile={log_config(services.root)}",
         "-cp",
@@ -202,7 +258,6 @@ def start_job_server(services: Services, classpath: List[str], home: Path, maste
         "--artifacts-dir",
         str(artifacts),
     ]
-    local = master_url.startswith(("local", "spark://127.0.0.1:", "spark://localhost:"))
     server = services.start("spark-job-server", command, env=spark_env(home, local), ports=ports)
     services.wait_for_port(server, ports["job"])
     return f"127.0.0.1:{ports['job']}"

@@ -255,6 +255,7 @@ def test_mine_from_a_dump(tmp_path):
     assert '"segments": 2' in stats
 
 
+@pytest.mark.slow
 def test_estimate_from_a_dump_downloads_only_its_sample(tmp_path, capsys):
     files, segments = layout(6)
     with FaultyServer(files, {}) as server:

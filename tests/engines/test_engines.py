@@ -20,6 +20,7 @@ from engines import (
 )
 from engines.maven import Artifact, library, newest_of_each, pom_text
 from engines.services import Services, free_port, listening
+from engines.spark import executor_jars
 from tests.support.runners import ROOT
 from toolkit.cli import from_dict
 
@@ -79,6 +80,16 @@ def test_the_state_reads_back_typed_and_gives_the_jobs_flags(tmp_path):
     ]
     remote = EngineState(EngineConfig("spark", master="spark://h:7077"), "", "e", external_environment("n:5"), ())
     assert remote.beam_args()[2:4] == ["--environment_type=EXTERNAL", "--environment_config=n:5"]
+    assert remote.beam_args()[-1] == "--pipeline_resources_detector_factory_class=xlmr.engines.StagedJars"
+
+
+def test_executors_find_beams_jars_here_and_are_sent_them_elsewhere_never_sparks(tmp_path):
+    home = tmp_path / "spark-3.5.9"
+    spark_jars = [str(home / "jars" / name) for name in ("spark-core_2.12-3.5.9.jar", "slf4j-api-2.0.7.jar")]
+    beam = ["/m2/guava-33.3.1-android.jar", "/m2/beam-runners-spark-3-2.62.0.jar", "/x/staged-jars.jar"]
+    classpath = [beam[1], beam[0], *spark_jars, beam[2]]
+    assert executor_jars(classpath, home, on_this_machine=True) == (beam, [])
+    assert executor_jars(classpath, home, on_this_machine=False) == ([beam[0]], [beam[1], beam[0], beam[2]])
 
 
 def test_a_service_stops_with_the_processes_it_started(tmp_path):

@@ -77,6 +77,7 @@ CCNET_DEDUP_PLANE_DIGESTS = {
 }
 
 
+@pytest.mark.slow
 def test_normalize_for_dedup_equals_ccnet_on_every_code_point():
     for plane, expected in CCNET_DEDUP_PLANE_DIGESTS.items():
         chars = [chr(c) for c in range(plane << 16, (plane + 1) << 16)]
@@ -181,6 +182,7 @@ def test_normalize_for_dedup_equals_ccnet_on_reference_text():
         assert _digest([normalize_for_dedup(line) for line in lines]) == expected, language
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED_DATA / "lid-dev").is_dir(), reason="../shared/data/lid-dev absent")
 def test_normalize_for_dedup_equals_ccnet_on_udhr_in_40_scripts():
     with open(SHARED_DATA / "lid-dev" / "udhr_paragraphs.tsv", encoding="utf-8", newline="") as handle:

@@ -24,7 +24,7 @@ from ccnet_pipeline.config import MineConfig
 from ccnet_pipeline.pipeline import committed_segments, execute, job_counters, list_segments
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from engines import Engine, EngineConfig, process_environment, worker_command
-from engines.spark import master_state
+from engines.spark import alive_workers, master_state, spark_home, start_worker
 from filters.dedup import DedupConfig
 from lid.model import LidConfig, read_thresholds
 from tests.support.runners import ROOT, contents, staging, worker_python
@@ -101,6 +101,9 @@ def test_loopback_workers_give_the_fnapirunner_output_and_spark_counts_as_stats_
     metrics = result.metrics().query(MetricsFilter().with_namespace("ccnet"))["counters"]
     assert metrics and all(metric.committed is None for metric in metrics)
     assert job_counters(result) == stats["counters"]
+    # the executors found Beam's jars on their classpath: the job staged none (engines/StagedJars.java)
+    executors = list(spark.root.glob("spark-work/*/app-*/*"))
+    assert executors and not [jar for executor in executors for jar in executor.glob("*.jar")]
 
 
 def test_process_workers_booting_from_the_staged_wheel_give_the_fnapirunner_output(
@@ -166,11 +169,18 @@ def test_a_worker_killed_mid_job_changes_nothing(spark, wet, lm_dir, reference, 
         execute(job, list_segments(job.input), spark.beam_args())
     finally:
         killer.join()
-        spark.down()  # a cluster of two workers again for whatever runs next
-        spark.up()
+        restart_worker(spark, 1)  # a cluster of two workers again for whatever runs next
     assert killed
     assert contents(output) == reference[0]
     assert json.loads((output / "stats.json").read_text()) == reference[1]  # nothing counted twice
+
+
+def restart_worker(spark: Engine, number: int) -> None:
+    services, master = spark.services, spark.state().master  # no state while a service is down
+    services.stop(f"spark-worker-{number}")
+    worker = start_worker(services, spark_home(ASSEMBLED), master, number)
+    ui = services.get("spark-master").ports["ui"]
+    services.wait_until(worker, lambda: len(alive_workers(ui)) == spark.config.workers, "the worker's registration")
 
 
 def wait_for(condition, process, what: str, seconds: float = 300, poll: float = 0.2) -> None:

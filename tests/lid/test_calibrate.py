@@ -169,6 +169,7 @@ def built_folds() -> bool:
 @pytest.mark.skipif(
     not FOLDS.is_file() or not built_folds(), reason="make lid-model builds the neighbours model's folds"
 )
+@pytest.mark.slow
 def test_shipped_thresholds_are_what_calibration_computes(lid_model):
     documents = build_documents(labelled_sentences([str(SIB_200)], splits=["train", "dev"]), 5)
     config = CalibrationConfig(model_path=lid_model, neighbour_model=str(FOLDS), neighbour_folds=5)
@@ -187,6 +188,7 @@ def test_the_shipped_neighbours_model_is_the_one_its_record_names():
     assert details["config"]["other_languages_weight"] == 1.0 and details["config"]["min_threshold"] == 0.2
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SIB_200.is_dir(), reason="../shared/data/eval/sib-200 not present")
 def test_shipped_thresholds_meet_the_target_on_held_out_text(lid_model):
     """SIB-200's test split, all 205 languages (docs/language-id.md, "What sits under each label")."""

@@ -132,6 +132,7 @@ def test_a_missing_model_is_a_clear_error(tmp_path):
         NeighbourModel(str(tmp_path / "none.ftz")).model  # noqa: B018
 
 
+@pytest.mark.slow
 def test_training_is_reproducible_and_writes_a_model_per_fold(tmp_path, capsys):
     text = tmp_path / "text"
     generate_reference_text(str(text), lines=120, seed=3)

@@ -68,6 +68,7 @@ def test_a_used_identifier_pickles_without_its_model(lid_model):
 SIB_200 = SHARED_DATA / "eval" / "sib-200"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SIB_200.is_dir(), reason="../shared/data/eval/sib-200 not present")
 def test_on_held_out_text_the_new_languages_are_kept_right_and_no_other_loses(lid_model, monkeypatch):
     """SIB-200's test split (calibration saw train and dev), documents of 5 sentences, the shipped thresholds."""

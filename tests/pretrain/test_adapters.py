@@ -274,6 +274,7 @@ def finetune_with_adapter(trained_run, task, out, adapter, *flags):
     return main([*argv, "--out", str(out), "--adapter", adapter, "--epochs", "4", "--lr", "5e-3", *flags])
 
 
+@pytest.mark.slow
 def test_a_task_adapter_trains_on_a_fixed_language_adapter_and_learns(trained_run, task, language_adapters, tmp_path):
     assert finetune_with_adapter(trained_run, task, tmp_path / "ft", language_adapters["el"]) == 0
     results = json.loads((tmp_path / "ft" / "results.json").read_text())

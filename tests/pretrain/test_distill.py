@@ -146,6 +146,7 @@ def test_general_distillation_makes_a_normal_run_and_resumes_exactly(student, tr
     assert (hub.model.eval()(ids[None])[0] - theirs).abs().max().item() < 1e-4
 
 
+@pytest.mark.slow
 def test_task_distillation_learns_the_fine_tuned_teacher(student, trained_run, task, tmp_path, capsys):
     teacher = tmp_path / "teacher"
     assert run_finetune(trained_run, task, teacher, "--epochs", "6", "--lr", "3e-3") == 0

@@ -60,6 +60,7 @@ def test_retrieval_command_on_a_planted_permutation(trained_run, tmp_path, capsy
     assert "must be line-aligned" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_classification_scores_per_test_set(trained_run, task, tmp_path, capsys):
     assert finetune(trained_run, task, tmp_path / "ft", "--epochs", "10") == 0
     easy = write_task(tmp_path / "easy.tsv", 30, 7, shares=(0.0, 0.0, 1.0))  # all Latin, which it learned

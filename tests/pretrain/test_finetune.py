@@ -13,6 +13,7 @@ from tests.tokenizer.conftest import SCRIPTS
 from tokenizer.xlmr import XLMRTokenizer
 
 
+@pytest.mark.slow
 def test_fine_tuning_learns_a_task_far_above_the_majority_class(trained_run, task, tmp_path):
     assert finetune(trained_run, task, tmp_path / "ft", "--epochs", "10") == 0
     results = json.loads((tmp_path / "ft" / "results.json").read_text())
@@ -37,6 +38,7 @@ def test_fine_tuning_learns_a_task_far_above_the_majority_class(trained_run, tas
     assert hub.predict("classifier", tokens).argmax().item() == 1  # greek
 
 
+@pytest.mark.slow
 def test_resume_is_exact(trained_run, task, tmp_path):
     assert finetune(trained_run, task, tmp_path / "whole") == 0
     assert finetune(trained_run, task, tmp_path / "cut", "--max-steps", "17") == 0  # mid-epoch (12 steps an epoch)
@@ -110,6 +112,7 @@ def test_a_label_training_never_saw_is_a_clear_error(trained_run, task, tmp_path
     assert "labels not in the training set: klingon" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_mixed_precision_fine_tuning_runs_and_learns(trained_run, task, tmp_path, precision):
     """Autocast (and fp16's loss scaling) on the CPU, slow there: two epochs beat the majority class (0.4)."""

@@ -14,6 +14,7 @@ def random_tokens(batch, length, seed=0):
     return tokens
 
 
+@pytest.mark.slow
 def test_presets_match_xlmr():
     base, large = model_config("base", 250_002), model_config("large", 250_002)
     assert (base.layers, base.hidden, base.heads, base.ffn, base.max_positions) == (12, 768, 12, 3072, 514)
@@ -57,6 +58,7 @@ def test_bert_initialization():
     assert model.layers[0].fc1.bias.abs().sum() == 0 and model.head_bias.abs().sum() == 0
 
 
+@pytest.mark.slow
 def test_tiny_model_overfits_one_batch():
     torch.manual_seed(0)
     model = XLMRModel(model_config("tiny", VOCAB, dropout=0.0, attention_dropout=0.0))

@@ -49,6 +49,7 @@ def run_sib200(trained_run, sib_dir, out, *flags):
     return main([*argv, "--languages", "en,ru,sw", "--epochs", "6", *flags])
 
 
+@pytest.mark.slow
 def test_fine_tunes_on_english_and_scores_every_language(trained_run, sib_dir, tmp_path, capsys, monkeypatch):
     figures = []
     drawn = plot.plot_scores

@@ -13,6 +13,7 @@ from tests.pretrain.conftest import run_finetune as finetune
 from tokenizer.xlmr import XLMRTokenizer
 
 
+@pytest.mark.slow
 def test_a_tagger_learns_entities_and_exports_an_hf_token_classifier(trained_run, tagged_task, tmp_path, capsys):
     out = tmp_path / "ner"
     assert finetune(trained_run, tagged_task, out, "--task", "tokens", "--epochs", "8", "--lr", "2e-3") == 0

@@ -133,6 +133,7 @@ def metrics(run_dir):
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.slow
 def test_resumed_run_equals_the_uninterrupted_run_bitwise(data_dir, tmp_path):
     flags = [
         "--max-steps",
