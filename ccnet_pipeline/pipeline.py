@@ -13,10 +13,10 @@ from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import FileSystem
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
 from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
+from ccnet_pipeline.runner import dry_run, new_pipeline
 from ccnet_pipeline.stats import JobStats
 from ccnet_pipeline.steps.batches import (
     BAD,
@@ -43,8 +43,6 @@ from filters.document import segment_names
 from filters.perplexity import BucketConfig, Cutoffs, available_languages, read_cutoffs
 from toolkit import storage
 from toolkit.corpus import Layout
-
-DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism, which fails offline
 
 
 def list_segments(patterns: Sequence[str]) -> List[str]:
@@ -193,16 +191,6 @@ def cutoffs_used(cutoffs: Cutoffs, buckets: BucketConfig) -> Dict[str, Dict[str,
     }
 
 
-def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
-    """The Beam options of ``beam_args``, with the local runner unless one is named."""
-    args = list(beam_args)
-    if not any(arg.startswith("--runner") for arg in args):
-        args.append(f"--runner={DEFAULT_RUNNER}")
-    if not any(arg.startswith("--default_sdk_harness_log_level") for arg in args):
-        args.append("--default_sdk_harness_log_level=ERROR")  # local workers are chatty at INFO
-    return PipelineOptions(args)
-
-
 def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Optional[JobStats]:
     """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
     resuming after the segments an earlier run committed; returns the stats it wrote (None
@@ -235,29 +223,6 @@ def execute(
     return finish(pipeline, layout, report)
 
 
-def new_pipeline(beam_args: Sequence[str]):
-    """A Beam pipeline for ``beam_args`` and the options it runs with (for the manifest)."""
-    options = pipeline_options(beam_args)
-    given = options.get_all_options(drop_default=True)
-    runner = local_runner(given) if options.view_as(StandardOptions).runner == DEFAULT_RUNNER else None
-    return beam.Pipeline(runner=runner, options=options), given
-
-
-def local_runner(options: Dict):
-    """Beam's FnApiRunner, handing the job's options to its worker processes
-    (``--direct_running_mode=multi_processing``), which it otherwise starts without them, at
-    the INFO log level."""
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
-
-    encoded = JobServiceHandle.encode_pipeline_options(options)  # as a portable runner hands them over
-    return FnApiRunner(
-        provision_info=ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-    )
-
-
 def finish(pipeline: beam.Pipeline, layout: Layout, watch=None):
     """Run ``pipeline`` to its end (inside the context manager ``watch``, if any), then mark
     the job's output complete; Beam's result."""
@@ -268,12 +233,6 @@ def finish(pipeline: beam.Pipeline, layout: Layout, watch=None):
     if not dry:  # a dry run ran nothing: nothing to mark complete
         mark_complete(layout)
     return result
-
-
-def dry_run(options: PipelineOptions) -> bool:
-    """``--dry_run``, which only the DataflowRunner honours: it translates the job and submits
-    nothing. (Beam reads the flag's value as given, so any value turns it on.)"""
-    return bool(options.view_as(TestOptions).dry_run)
 
 
 def job_counters(result, namespace: str = NAMESPACE) -> Dict[str, int]:

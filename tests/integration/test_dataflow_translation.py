@@ -11,7 +11,8 @@ from apache_beam.portability.api import beam_runner_api_pb2
 
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.config import MineConfig
-from ccnet_pipeline.pipeline import build, list_segments, new_pipeline
+from ccnet_pipeline.pipeline import build, list_segments
+from ccnet_pipeline.runner import new_pipeline
 from ccnet_pipeline.sample import SampleConfig, generate_sample
 from filters.dedup import DedupConfig
 from lid.model import LidConfig
