@@ -16,6 +16,7 @@ from apache_beam.io.filesystem import FileSystem
 
 from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
+from ccnet_pipeline.plan import Step, step_plan
 from ccnet_pipeline.runner import dry_run, new_pipeline
 from ccnet_pipeline.stats import JobStats
 from ccnet_pipeline.steps.batches import (
@@ -109,9 +110,11 @@ def build(
     segments: Sequence[str],
     options: Dict,
     committed: Dict[int, SegmentMarker],
+    plan: Optional[Sequence[Step]] = None,
 ) -> None:
     """Add the mine job to ``pipeline``; ``committed`` holds the markers of segments an earlier
-    run committed, which are read back instead of mined again."""
+    run committed, which are read back instead of mined again; ``plan``, its document steps
+    after line dedup (default: ``step_plan(config)``)."""
     layout = config.layout
     indexed = list(enumerate(zip(segments, segment_names(segments))))
     every = pipeline | "Segments" >> beam.Create(indexed)
@@ -126,18 +129,14 @@ def build(
 
     counters = [deduped[COUNTERS]]  # the job-level ones; the documents' are counted at the commit
     steps = [Reading, DuplicateLineRemoval, MinLength(config.dedup.min_len)]  # the steps that count, in order
-    before, after = config.stages()
-    for stage in before:
-        docs = kept(docs | type(stage).__name__ >> ApplyStage(stage))
-    steps += before
-    if config.near_dedup == "minhash":
-        out = (docs, earlier) | "NearDedup" >> NearDedup(config.minhash, layout, config.dedup.memory_per_worker)
-        docs = kept(out)
-        steps.append(NearDuplicates)
-        counters.append(out[COUNTERS])
-    for stage in after:
-        docs = kept(docs | type(stage).__name__ >> ApplyStage(stage))
-    steps += after
+    for step in step_plan(config) if plan is None else plan:
+        if step is NearDuplicates:
+            out = (docs, earlier) | "NearDedup" >> NearDedup(config.minhash, layout, config.dedup.memory_per_worker)
+            docs = kept(out)
+            counters.append(out[COUNTERS])
+        else:
+            docs = kept(docs | type(step).__name__ >> ApplyStage(step))
+        steps.append(step)
     results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped | "AllDropped" >> beam.Flatten(), BAD: deduped[BAD]}
     new = results | "CommitSegments" >> CommitSegments(layout, config.keep_dropped, steps)
     if config.lm_dir:
@@ -204,13 +203,15 @@ def execute(
     segments: Sequence[str],
     beam_args: Sequence[str],
     progress_seconds: float = progress.REPORT_SECONDS,
+    plan: Optional[Sequence[Step]] = None,
 ):
     """``run``, returning Beam's result of the job (its metrics: ``job_counters``); every
-    ``progress_seconds`` it prints how far the job got (``progress.reporting``), if that changed."""
+    ``progress_seconds`` it prints how far the job got (``progress.reporting``), if that changed.
+    ``plan``: the document steps after line dedup, as ``build`` takes them."""
     pipeline, options = new_pipeline(beam_args)
     layout = config.layout
     committed = committed_segments(layout, segments)
-    build(pipeline, config, segments, options, committed)
+    build(pipeline, config, segments, options, committed, plan)
     logging.info(
         "mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed)
     )
