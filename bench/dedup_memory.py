@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from bench.common import mine_quietly  # noqa: E402
-from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_sample  # noqa: E402
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_pages, generate_sample  # noqa: E402
 from ccnet_pipeline.steps.dedup import segment_hashes  # noqa: E402
 from ccnet_pipeline.steps.near_dedup import ROUNDS_CHANGED, STAGE, round_counters  # noqa: E402
 from ccnet_pipeline.wet import ReadConfig  # noqa: E402

@@ -21,7 +21,7 @@ from ccnet_pipeline.estimate import EstimateConfig, estimate, spread
 from ccnet_pipeline.pipeline import finished_stats, list_segments, load_cutoffs, run, run_import
 from ccnet_pipeline.report import MIN_DOCUMENTS
 from ccnet_pipeline.runner import TESTED_RUNNERS, check_beam_args, check_runner
-from ccnet_pipeline.sample import SampleConfig
+from ccnet_pipeline.samples.embedded import SampleConfig
 from ccnet_pipeline.stats import JobStats, OutputCounts
 from filters.perplexity import BUCKETS, LanguageModel, available_languages
 from lid.languages import languages_without_label
@@ -311,7 +311,7 @@ def _estimate(args, beam_args: List[str]) -> int:
 
 
 def _sample(args) -> int:
-    from ccnet_pipeline.sample import generate_reference_text, generate_sample
+    from ccnet_pipeline.samples.embedded import generate_reference_text, generate_sample
 
     config = build_config(SampleConfig, given(args))
     paths = generate_sample(args.output, config)

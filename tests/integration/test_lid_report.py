@@ -9,7 +9,7 @@ import pytest
 
 from ccnet_pipeline import report
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 from ccnet_pipeline.stats import JobStats, LabelScores, MixedPages, OutputCounts
 from lid.model import SHIPPED_THRESHOLDS, read_thresholds
 from tests.support.helpers import TEXT, page, write_wet_file

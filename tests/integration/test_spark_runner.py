@@ -22,7 +22,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.config import MineConfig
 from ccnet_pipeline.pipeline import committed_segments, execute, job_counters, list_segments
-from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 from engines import Engine, EngineConfig, process_environment, worker_command
 from engines.spark import master_state
 from filters.dedup import DedupConfig
