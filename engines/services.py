@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from engines.maven import EngineError
+from engines.errors import EngineError
 
 STOP_SECONDS = 20.0  # SIGTERM, then SIGKILL
 

@@ -23,7 +23,7 @@ from ccnet_pipeline.cli import main
 from ccnet_pipeline.config import MineConfig
 from ccnet_pipeline.pipeline import committed_segments, execute, job_counters, list_segments
 from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
-from engines import Engine, EngineConfig, process_environment, worker_command
+from engines.engine import Engine, EngineConfig, process_environment, worker_command
 from engines.spark import master_state
 from filters.dedup import DedupConfig
 from lid.model import LidConfig, read_thresholds
