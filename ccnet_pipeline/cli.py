@@ -15,10 +15,10 @@ import shutil
 import sys
 from typing import Dict, List, Optional, Tuple
 
+from ccnet_pipeline import pipeline
 from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.download import DownloadConfig, DumpSelection
 from ccnet_pipeline.estimate import EstimateConfig, estimate, spread
-from ccnet_pipeline.pipeline import finished_stats, list_segments, load_cutoffs, run, run_import
 from ccnet_pipeline.report import MIN_DOCUMENTS
 from ccnet_pipeline.runner import TESTED_RUNNERS, check_beam_args, check_runner
 from ccnet_pipeline.samples.embedded import SampleConfig
@@ -116,14 +116,14 @@ def _import_parser(sub) -> None:
 
 def _import(args, beam_args: List[str]) -> int:
     config = build_config(ImportConfig, given(args)).with_absolute_paths()
-    files = list_segments(config.input)
+    files = pipeline.list_segments(config.input)
     _prepare_output(config.layout, {"config": config.to_json(), "segments": files}, args.overwrite)
-    return _run_once(config.layout, lambda: run_import(config, files, beam_args))
+    return _run_once(config.layout, lambda: pipeline.run_import(config, files, beam_args))
 
 
 def _run_once(layout: Layout, run_job) -> int:
     """Run the job unless its output folder holds its finished output already; print its summary."""
-    output, stats = layout.root, finished_stats(layout)
+    output, stats = layout.root, pipeline.finished_stats(layout)
     if stats is not None:
         print(f"{output} already holds this job's finished output")
     else:
@@ -258,9 +258,9 @@ def _mine(args, beam_args: List[str]) -> int:
     config = _checked_mine_config(args)
     if args.dump:
         config = dataclasses.replace(config, input=tuple(_download(args)[0])).with_absolute_paths()
-    segments = list_segments(config.input)
+    segments = pipeline.list_segments(config.input)
     _prepare_output(config.layout, {"config": config.to_json(), "segments": segments}, args.overwrite)
-    return _run_once(config.layout, lambda: run(config, segments, beam_args))
+    return _run_once(config.layout, lambda: pipeline.run(config, segments, beam_args))
 
 
 def _checked_mine_config(args) -> MineConfig:
@@ -276,7 +276,7 @@ def _checked_mine_config(args) -> MineConfig:
     if config.lm_dir:
         _check_language_models(config.lm_dir)
     if config.cutoffs_file:
-        load_cutoffs(config)  # a malformed file fails here
+        pipeline.load_cutoffs(config)  # a malformed file fails here
     _warn_of_languages_without_label(identifier, config.lid)
     return config
 
@@ -304,7 +304,7 @@ def _estimate(args, beam_args: List[str]) -> int:
     if args.dump:
         sample, segments = _download(args, options.sample_segments)
     else:
-        listed = list_segments(config.input)
+        listed = pipeline.list_segments(config.input)
         sample, segments = spread(listed, options.sample_segments), len(listed)
     print("\n".join(estimate(config, sample, segments, options).lines()))
     return 0
