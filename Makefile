@@ -86,7 +86,7 @@ $(KENLM_DIR)/bin/lmplz: | $(VENV)/.installed
 
 kenlm: $(KENLM_DIR)/bin/lmplz
 
-# A WET sample generated offline in real CommonCrawl format (see ccnet_pipeline/sample.py).
+# A WET sample generated offline in real CommonCrawl format (see ccnet_pipeline/samples/embedded.py).
 $(SAMPLE)/.done: | $(VENV)/.installed
 	$(PY) -m ccnet_pipeline sample --output $(SAMPLE)
 	touch $@

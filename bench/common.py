@@ -63,7 +63,7 @@ def bench_wet(folder: str, documents: int = 20000, segments: int = 8) -> List[st
     import glob
     import shutil
 
-    from ccnet_pipeline.sample import SampleConfig, generate_sample
+    from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 
     per_segment = documents // segments
     config = SampleConfig(
@@ -86,7 +86,7 @@ def bench_wet(folder: str, documents: int = 20000, segments: int = 8) -> List[st
 def reference_models(lm_dir: str, languages, text_dir: str, lines: int = 20000) -> None:
     """A SentencePiece + KenLM pair per language in ``lm_dir``, trained once on ``lines``
     generated clean lines per language (written to ``text_dir``), as `make corpus` does."""
-    from ccnet_pipeline.sample import generate_reference_text
+    from ccnet_pipeline.samples.embedded import generate_reference_text
     from filters.perplexity import model_paths
     from filters.train_lm import TrainLmConfig, train_language_model
 

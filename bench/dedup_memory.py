@@ -12,7 +12,7 @@ whole job runs on the 64 segments and the files it writes are counted, against t
 segment, language and bucket of the old layout.
 
 Near-dedup: the same pages' MinHash band keys go through the clustering's steps as the mine job
-runs them (``filters.components.run_in_memory``: candidates, the default large-star / small-star rounds,
+runs them (``filters.minhash_clusters.run_in_memory``: candidates, the default large-star / small-star rounds,
 labels), each call of each phase measured the same way; the largest is printed, once on the
 pages as generated and once with a tenth of them replaced by one template whose pages differ in
 a name per line (one giant cluster: a hub node linked to every one of its pages). The reference,
@@ -35,11 +35,11 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from bench.common import mine_quietly  # noqa: E402
-from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_sample  # noqa: E402
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_pages, generate_sample  # noqa: E402
 from ccnet_pipeline.steps.dedup import segment_hashes  # noqa: E402
 from ccnet_pipeline.steps.near_dedup import ROUNDS_CHANGED, STAGE, round_counters  # noqa: E402
 from ccnet_pipeline.wet import ReadConfig  # noqa: E402
-from filters import components  # noqa: E402
+from filters import minhash_clusters  # noqa: E402
 from filters.dedup import (  # noqa: E402
     BYTES_PER_ENTRY,
     DedupConfig,
@@ -96,11 +96,11 @@ def near_dedup_peaks(pages_by_segment, memory_per_worker: int):
     for index, pages in enumerate(pages_by_segment):
         languages = [page.language or "en" for page in pages]
         sigs = signatures([page.text for page in pages], languages, config)
-        keys[index] = (components.document_id(index, np.arange(len(pages))), band_keys(sigs, languages, config))
+        keys[index] = (minhash_clusters.document_id(index, np.arange(len(pages))), band_keys(sigs, languages, config))
     largest = {}
 
     def measured(function, *args):
-        arrays = list(components.arrays_given(args))
+        arrays = list(minhash_clusters.arrays_given(args))
         tracemalloc.start()
         result = function(*args)
         peak = tracemalloc.get_traced_memory()[1] + sum(a.nbytes for a in arrays)
@@ -108,7 +108,7 @@ def near_dedup_peaks(pages_by_segment, memory_per_worker: int):
         largest[function.__name__] = max(largest.get(function.__name__, (0, 0)), (peak, sum(a.size for a in arrays)))
         return result
 
-    labels, changes, sizes = components.run_in_memory(keys, memory_per_worker, config.rounds, measured)
+    labels, changes, sizes = minhash_clusters.run_in_memory(keys, memory_per_worker, config.rounds, measured)
     clustered = sum(len(records) for parts in labels.values() for records, _ in parts)
     names = [f"{STAGE}/changes_{step // 2:02d}" for step in range(len(changes))]  # as the job names each round's
     return sizes, clustered, round_counters(zip(names, changes), config.rounds)[ROUNDS_CHANGED], largest

@@ -181,21 +181,26 @@ def write_folder(image: Image, out: str) -> None:
     import torch
     from transformers import BertConfig, BertModel
 
+    from pretrain.export import hf_config
+    from pretrain.model import ModelConfig
     from tokenizer.hf import write_hf_tokenizer
 
     c = image.config
-    config = BertConfig(
+    encoder = ModelConfig(
         vocab_size=c["vocab"],
-        hidden_size=c["hidden"],
-        num_hidden_layers=c["layers"],
-        num_attention_heads=c["heads"],
-        intermediate_size=c["ffn"],
-        max_position_embeddings=c["positions"],
+        hidden=c["hidden"],
+        layers=c["layers"],
+        heads=c["heads"],
+        ffn=c["ffn"],
+        max_positions=c["positions"],
         type_vocab_size=c["types"],
         layer_norm_eps=c["eps"],
-        pad_token_id=1,
-        architectures=["BertModel"],
+        family="bert",
+        pad_id=1,
+        pooler=False,
+        lm_head=False,
     )
+    config = BertConfig.from_dict(hf_config(encoder))  # BertModel's config.json, as an export writes it
     model = BertModel(config, add_pooling_layer=False)
     state = {name: torch.from_numpy(np.ascontiguousarray(values)) for name, values in image.tensors.items()}
     model.load_state_dict(state, strict=True)

@@ -22,7 +22,8 @@ from bench.train import describe_flops, flops_per_token, random_batch
 from pretrain.dist import Dist
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
 from pretrain.optim import Optimization, train_step
-from pretrain.train import MaskedLM, train_config
+from pretrain.run_record import train_config
+from pretrain.train import MaskedLM
 
 # Peak dense (no sparsity) bf16 = fp16 tensor-core TFLOP/s, by device-name pattern, first match wins.
 PEAK_TFLOPS = [

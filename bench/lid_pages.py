@@ -28,7 +28,7 @@ Row = Tuple[str, str, int]  # (language, outcome: kept or the drop reason, chara
 
 def write_pages(out: str, source: str) -> int:
     """The pages as one WET file, each page's first line its title (as the README of ``../shared`` says)."""
-    from ccnet_pipeline.wet_writer import WetPage, write_wet
+    from ccnet_pipeline.samples.wet_writer import WetPage, write_wet
 
     pages = []
     with gzip.open(source, "rt", encoding="utf-8") as lines:

@@ -8,7 +8,7 @@ against ``1 - (1 - s^rows)^bands`` at each pair's exact similarity (a binomial s
 standard error is given), with the mean error of the estimated Jaccard similarity.
 
 Throughput: ``signatures`` and ``band_keys`` over about 5,000 pages of the near-duplicate test
-set (``ccnet_pipeline/near_duplicate_sample.py``: 7 languages, Chinese and Japanese shingled by characters),
+set (``ccnet_pipeline/samples/near_duplicates.py``: 7 languages, Chinese and Japanese shingled by characters),
 in batches of one segment's size, best of three rounds.
 
 With ``--figure PATH`` the S-curve is also drawn (measured points with two standard errors, the
@@ -31,8 +31,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ccnet_pipeline.near_duplicate_sample import generate  # noqa: E402
-from ccnet_pipeline.sample import letters  # noqa: E402
+from ccnet_pipeline.samples.embedded import letters  # noqa: E402
+from ccnet_pipeline.samples.near_duplicates import generate  # noqa: E402
 from filters.minhash import (  # noqa: E402
     MinHashConfig,
     band_keys,

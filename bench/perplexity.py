@@ -21,7 +21,7 @@ import kenlm
 import sentencepiece
 
 from bench.common import drop_lookup_tables, mine_quietly, reference_models, take_turns
-from ccnet_pipeline.sample import SampleConfig, generate_pages, generate_sample
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_pages, generate_sample
 from filters.normalize import normalize_for_lm, normalize_lines_for_lm
 from filters.perplexity import PERPLEXITY_MODES, LanguageModel, model_paths
 

@@ -23,8 +23,8 @@ import tracemalloc
 from warcio.archiveiterator import ArchiveIterator
 
 from bench.common import bench_wet, take_turns
+from ccnet_pipeline.samples.wet_writer import raw_record
 from ccnet_pipeline.wet import read_segment
-from ccnet_pipeline.wet_writer import raw_record
 
 
 def with_reader(files):

@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Tuple
 
 from bench.common import bench_wet, reference_models
 from bench.vs_datatrove import LANGUAGES, written
-from engines import Engine, EngineConfig
+from engines.engine import Engine, EngineConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT_PAGES = 3e9  # WET records of one CommonCrawl snapshot (2024)

@@ -30,7 +30,8 @@ from pretrain.dist import Dist
 from pretrain.export import hf_config, to_hf
 from pretrain.model import MODEL_PRESETS, ModelConfig, XLMRModel, model_config
 from pretrain.optim import Optimization, make_optimizer, train_step
-from pretrain.train import MaskedLM, masked_batch, train_config
+from pretrain.run_record import train_config
+from pretrain.train import MaskedLM, masked_batch
 from tokenizer.xlmr import BOS
 
 HF_TIED = {"lm_head.decoder.weight", "lm_head.decoder.bias"}  # tied to the embeddings and lm_head.bias

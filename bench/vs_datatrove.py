@@ -33,7 +33,7 @@ import sentencepiece
 
 from bench.common import bench_wet, input_arguments, reference_models
 from bench.pipeline import read_with_warcio
-from ccnet_pipeline.sample import LANGUAGE_MIX
+from ccnet_pipeline.samples.embedded import LANGUAGE_MIX
 from filters.normalize import normalize_for_lm
 from filters.perplexity import model_paths
 from lid.model import default_model_path

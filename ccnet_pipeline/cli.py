@@ -7,9 +7,7 @@ is an error that names it and the nearest valid flag, before any work starts."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import importlib
 import json
 import logging
 import os
@@ -17,17 +15,19 @@ import shutil
 import sys
 from typing import Dict, List, Optional, Tuple
 
+from ccnet_pipeline import pipeline
 from ccnet_pipeline.config import ImportConfig, MineConfig
 from ccnet_pipeline.download import DownloadConfig, DumpSelection
 from ccnet_pipeline.estimate import EstimateConfig, estimate, spread
 from ccnet_pipeline.report import MIN_DOCUMENTS
-from ccnet_pipeline.sample import SampleConfig
+from ccnet_pipeline.runner import TESTED_RUNNERS, check_beam_args, check_runner
+from ccnet_pipeline.samples.embedded import SampleConfig
 from ccnet_pipeline.stats import JobStats, OutputCounts
 from filters.perplexity import BUCKETS, LanguageModel, available_languages
 from lid.languages import languages_without_label
 from lid.model import LanguageIdentifier, LidConfig
 from toolkit import storage
-from toolkit.cli import add_config_arguments, build_config, given, nearest_flag, run_cli
+from toolkit.cli import UsageError, add_config_arguments, build_config, given, run_cli
 from toolkit.corpus import Layout
 
 
@@ -36,10 +36,6 @@ class _DropBeamImportNoise(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("apitools not found")
-
-
-class UsageError(ValueError):
-    """A problem with what the user asked for: printed as one line, no traceback."""
 
 
 def _mine_parser(sub) -> None:
@@ -119,19 +115,15 @@ def _import_parser(sub) -> None:
 
 
 def _import(args, beam_args: List[str]) -> int:
-    from ccnet_pipeline.pipeline import list_segments, run_import
-
     config = build_config(ImportConfig, given(args)).with_absolute_paths()
-    files = list_segments(config.input)
+    files = pipeline.list_segments(config.input)
     _prepare_output(config.layout, {"config": config.to_json(), "segments": files}, args.overwrite)
-    return _run_once(config.layout, lambda: run_import(config, files, beam_args))
+    return _run_once(config.layout, lambda: pipeline.run_import(config, files, beam_args))
 
 
 def _run_once(layout: Layout, run_job) -> int:
     """Run the job unless its output folder holds its finished output already; print its summary."""
-    from ccnet_pipeline.pipeline import finished_stats
-
-    output, stats = layout.root, finished_stats(layout)
+    output, stats = layout.root, pipeline.finished_stats(layout)
     if stats is not None:
         print(f"{output} already holds this job's finished output")
     else:
@@ -263,21 +255,17 @@ def _warn_of_languages_without_label(identifier: LanguageIdentifier, lid: LidCon
 
 
 def _mine(args, beam_args: List[str]) -> int:
-    from ccnet_pipeline.pipeline import list_segments, run
-
     config = _checked_mine_config(args)
     if args.dump:
         config = dataclasses.replace(config, input=tuple(_download(args)[0])).with_absolute_paths()
-    segments = list_segments(config.input)
+    segments = pipeline.list_segments(config.input)
     _prepare_output(config.layout, {"config": config.to_json(), "segments": segments}, args.overwrite)
-    return _run_once(config.layout, lambda: run(config, segments, beam_args))
+    return _run_once(config.layout, lambda: pipeline.run(config, segments, beam_args))
 
 
 def _checked_mine_config(args) -> MineConfig:
     """The mine job's config from its flags, everything it names checked before a download of
     --dump or any work starts."""
-    from ccnet_pipeline.pipeline import load_cutoffs
-
     config = build_config(MineConfig, given(args), {"input": (args.input or args.dump,)}).with_absolute_paths()
     if args.dump:
         _download_configs(args)
@@ -288,7 +276,7 @@ def _checked_mine_config(args) -> MineConfig:
     if config.lm_dir:
         _check_language_models(config.lm_dir)
     if config.cutoffs_file:
-        load_cutoffs(config)  # a malformed file fails here
+        pipeline.load_cutoffs(config)  # a malformed file fails here
     _warn_of_languages_without_label(identifier, config.lid)
     return config
 
@@ -309,8 +297,6 @@ def _estimate_parser(sub) -> None:
 
 
 def _estimate(args, beam_args: List[str]) -> int:
-    from ccnet_pipeline.pipeline import list_segments
-
     config = _checked_mine_config(args)
     options = build_config(EstimateConfig, given(args, "estimate."))
     if beam_args:
@@ -318,14 +304,14 @@ def _estimate(args, beam_args: List[str]) -> int:
     if args.dump:
         sample, segments = _download(args, options.sample_segments)
     else:
-        listed = list_segments(config.input)
+        listed = pipeline.list_segments(config.input)
         sample, segments = spread(listed, options.sample_segments), len(listed)
     print("\n".join(estimate(config, sample, segments, options).lines()))
     return 0
 
 
 def _sample(args) -> int:
-    from ccnet_pipeline.sample import generate_reference_text, generate_sample
+    from ccnet_pipeline.samples.embedded import generate_reference_text, generate_sample
 
     config = build_config(SampleConfig, given(args))
     paths = generate_sample(args.output, config)
@@ -335,145 +321,6 @@ def _sample(args) -> int:
         f"wrote {len(paths)} WET segments to {args.output} and reference text for {len(texts)} languages to {reference}"
     )
     return 0
-
-
-def runner_path(beam_args: List[str]) -> Optional[str]:
-    """The module path of the runner ``--runner`` names, found as Beam finds it (a known runner's
-    name in any case, with or without "Runner", or a dotted path); None when none is named."""
-    from apache_beam.options.pipeline_options import StandardOptions
-
-    name = None
-    for arg, following in zip(beam_args, [*beam_args[1:], None]):
-        if arg == "--runner":
-            name = following
-        elif arg.startswith("--runner="):
-            name = arg.split("=", 1)[1]
-    if not name:
-        return None
-    known = {path.rsplit(".", 1)[-1].lower(): path for path in StandardOptions.ALL_KNOWN_RUNNERS}
-    return known.get(name.lower(), known.get(name.lower() + "runner", name))
-
-
-def _import_runner(beam_args: List[str]) -> None:
-    """Import the module of the runner ``--runner`` names, as Beam does when it builds the
-    pipeline, so that the options it registers (a ``PipelineOptions`` subclass defined there)
-    are known. One that fails to import is left for Beam to report."""
-    path = runner_path(beam_args)
-    if path and "." in path:
-        with contextlib.suppress(Exception):
-            importlib.import_module(path.rsplit(".", 1)[0])
-
-
-# The runners the job's tests run it on: Beam's in-process FnApiRunner (the default), its portable
-# runner (Beam's job service, and the Spark and Flink job servers in tests/integration/) and the
-# DataflowRunner (the job's translation, offline: tests/integration/test_dataflow_translation.py).
-TESTED_RUNNERS = ("FnApiRunner", "PortableRunner", "DataflowRunner")
-WRONG_RUNNERS = {
-    "DaskRunner": "Beam's DaskRunner gives wrong answers silently (Beam 2.77): a step with several outputs sends "
-    "every element to every output, only the last of several sinks runs, and its metrics raise NotImplementedError",
-}
-UNTESTED_WHY = {
-    "DirectRunner": "Beam 2.77's DirectRunner runs jobs on Prism, a binary it downloads first; the default "
-    "FnApiRunner runs the job in this process",
-    "FlinkRunner": "Beam's FlinkRunner starts a job server from a jar Maven Central does not serve here; "
-    "run `make flink-up` and the job with `python -m engines args flink` (docs/cluster.md)",
-    "SparkRunner": "Beam's SparkRunner starts a job server from a jar Maven Central does not serve here; "
-    "run `make spark-up` and the job with `python -m engines args spark` (docs/cluster.md)",
-}
-
-
-def check_runner(beam_args: List[str], allow_untested: bool) -> None:
-    """Refuse, before any work, a runner known to give wrong answers, and one the job's tests do
-    not cover unless ``allow_untested``; ``--dry_run`` with a runner that would run the job."""
-    from ccnet_pipeline.pipeline import DEFAULT_RUNNER, dry_run, pipeline_options
-
-    path = runner_path(beam_args) or DEFAULT_RUNNER
-    runner = path.rsplit(".", 1)[-1]
-    if runner in WRONG_RUNNERS:
-        raise UsageError(f"--runner={runner} is refused: {WRONG_RUNNERS[runner]}")
-    if runner not in TESTED_RUNNERS and not allow_untested:
-        why = UNTESTED_WHY.get(runner, "the job's tests do not run it there")
-        raise UsageError(
-            f"--runner={runner} is not one the job is tested on ({', '.join(TESTED_RUNNERS)}): {why}."
-            " Pass --allow-untested-runner to run it anyway"
-        )
-    if runner != "DataflowRunner" and dry_run(pipeline_options(beam_args)):
-        raise UsageError(f"--dry_run is the DataflowRunner's: --runner={runner} would run the job")
-
-
-def beam_parser(beam_args: List[str] = ()) -> argparse.ArgumentParser:
-    """A parser of every flag Beam knows, built as Beam builds its own when it reads the options
-    (``PipelineOptions.get_all_options``): each registered ``PipelineOptions`` subclass (standard,
-    Direct, GoogleCloud, Worker, Setup, Debug, Portable, Flink, Spark, Prism, ... and those of the
-    runner ``--runner`` names) adds its flags, abbreviations off. A value it rejects is a
-    ``UsageError``, not Beam's usage text."""
-    _import_runner(list(beam_args))
-    from apache_beam.options import pipeline_options
-
-    class Parser(pipeline_options._BeamArgumentParser):  # it adds Beam's ValueProvider flags
-        def error(self, message):
-            if message.startswith("ambiguous option: "):
-                return  # as Beam's: no abbreviations are matched
-            raise UsageError(f"Beam option {message}")
-
-    parser = Parser(prog="beam", allow_abbrev=False)
-    for cls in {str(cls): cls for cls in pipeline_options.PipelineOptions.__subclasses__()}.values():
-        cls._add_argparse_args(parser)
-    return parser
-
-
-def job_server_flags(endpoint: Optional[str]) -> List[str]:
-    """The flags of the options a job server describes (its runner's own, as Spark's and
-    Flink's), which Beam's portable runner adds to its own when it submits a job; none when
-    the server does not answer (the job's submission then says why)."""
-    if not endpoint:
-        return []
-    import grpc
-    from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
-
-    try:
-        with grpc.insecure_channel(endpoint) as channel:
-            stub = beam_job_api_pb2_grpc.JobServiceStub(channel)
-            described = stub.DescribePipelineOptions(beam_job_api_pb2.DescribePipelineOptionsRequest(), timeout=30)
-    except grpc.RpcError:
-        return []
-    return [f"--{option.name}" for option in described.options]
-
-
-def _flags(parser: argparse.ArgumentParser) -> List[str]:
-    return [name for action in parser._actions for name in action.option_strings if name.startswith("--")]
-
-
-def check_beam_args(beam_args: List[str], job: argparse.ArgumentParser) -> None:
-    """What the job's parser (``job``) left over goes to Beam: each must be a flag Beam knows
-    (``--flag=value`` or ``--flag value``, repeated where Beam appends, as ``--experiments``).
-    Otherwise a ``UsageError`` names each unknown flag and the nearest flag of the job or of
-    Beam (``unknown option --min_len (did you mean --min-len?)``), or else the first value no
-    flag takes. (Beam itself would log "Discarding unparseable args" and run without them.)"""
-    if not beam_args:
-        return
-    beam = beam_parser(beam_args)
-    unknown = [arg for arg in beam.parse_known_args(beam_args)[1] if arg != "--"]  # "--": no more options
-    if unknown and runner_path(beam_args) and runner_path(beam_args).endswith("PortableRunner"):
-        described = job_server_flags(beam.parse_known_args(beam_args)[0].job_endpoint)
-        unknown = [arg for arg in unknown if arg.split("=", 1)[0] not in described]
-    if not unknown:
-        return
-    options = [arg for arg in unknown if arg.startswith("-")]
-    if options:
-        candidates = _flags(job) + _flags(beam)
-        described = []
-        for option in options:
-            name = option.split("=", 1)[0]
-            nearest = nearest_flag(name, candidates)
-            described.append(f"{name} (did you mean {nearest}?)" if nearest else name)
-        raise UsageError(f"unknown option{'s' if len(described) > 1 else ''} {', '.join(described)}")
-    value = unknown[0]
-    index = beam_args.index(value)
-    before = beam_args[index - 1].split("=", 1)[0] if index else ""
-    action = beam._option_string_actions.get(before)
-    why = f"{before} takes no value" if action is not None and action.nargs == 0 else "no option takes it"
-    raise UsageError(f"unexpected argument {value!r}: {why} (options are --flag=value or --flag value)")
 
 
 COMMANDS = {"mine": _mine, "import-ccnet": _import, "estimate": _estimate}  # flags they do not know go to Beam

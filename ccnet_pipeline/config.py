@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple
 
 from ccnet_pipeline.wet import ReadConfig
 from filters.dedup import DedupConfig
 from filters.minhash import MinHashConfig
-from filters.perplexity import PERPLEXITY_MODES, BucketConfig, PerplexityScorer, check_perplexity_mode
-from filters.quality import QualityConfig, QualityFilter
-from filters.stage import Stage
-from lid.mixed import MixedPages
-from lid.model import LanguageFilter, LidConfig
+from filters.perplexity import PERPLEXITY_MODES, BucketConfig, check_perplexity_mode
+from filters.quality import QualityConfig
+from lid.model import LidConfig
 from toolkit import storage
-from toolkit.cli import flag, from_dict, parse_size
+from toolkit.cli import flag, parse_size
 from toolkit.corpus import OUTPUT_FORMATS, Layout
 
 NEAR_DEDUP_MODES = ("off", "minhash")
@@ -96,16 +94,6 @@ class MineConfig(CorpusJob):
             cutoffs_file=optional(self.cutoffs_file),
         )
 
-    def stages(self) -> Tuple[List[Stage], List[Stage]]:
-        """The document stages after line dedup, in order (``filters.stage``), in two runs: those
-        before near-duplicate removal (quality, language ID, so that it works per language) and
-        those after it (perplexity, so that the cutoffs are computed on what stays). A new filter
-        is a class in filters/, its config field, and one line here."""
-        mixed = [MixedPages(self.lid)] if self.lid.mixed != "keep" else []
-        before: List[Stage] = [QualityFilter(self.quality), *mixed, LanguageFilter(self.lid)]
-        after: List[Stage] = [PerplexityScorer(self.lm_dir, self.perplexity)] if self.lm_dir else []
-        return before, after
-
 
 @dataclass(frozen=True)
 class ImportConfig(CorpusJob):
@@ -123,9 +111,3 @@ class ImportConfig(CorpusJob):
         return dataclasses.replace(
             self, input=tuple(storage.absolute(pattern) for pattern in self.input), output=storage.absolute(self.output)
         )
-
-
-def saved_config(data: Dict[str, Any]) -> Union[MineConfig, ImportConfig]:
-    """The config a corpus manifest saved (``CorpusManifest.config``), read back as the job's own:
-    the mine job's, or import-ccnet's (which has no language ID)."""
-    return from_dict(MineConfig if "lid" in data else ImportConfig, data)

@@ -13,10 +13,11 @@ from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystem import FileSystem
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
 from ccnet_pipeline import progress
 from ccnet_pipeline.config import ImportConfig, MineConfig
+from ccnet_pipeline.plan import Step, step_plan
+from ccnet_pipeline.runner import dry_run, new_pipeline
 from ccnet_pipeline.stats import JobStats
 from ccnet_pipeline.steps.batches import (
     BAD,
@@ -43,8 +44,6 @@ from filters.document import segment_names
 from filters.perplexity import BucketConfig, Cutoffs, available_languages, read_cutoffs
 from toolkit import storage
 from toolkit.corpus import Layout
-
-DEFAULT_RUNNER = "FnApiRunner"  # Beam 2.77's DirectRunner first downloads Prism, which fails offline
 
 
 def list_segments(patterns: Sequence[str]) -> List[str]:
@@ -111,9 +110,11 @@ def build(
     segments: Sequence[str],
     options: Dict,
     committed: Dict[int, SegmentMarker],
+    plan: Optional[Sequence[Step]] = None,
 ) -> None:
     """Add the mine job to ``pipeline``; ``committed`` holds the markers of segments an earlier
-    run committed, which are read back instead of mined again."""
+    run committed, which are read back instead of mined again; ``plan``, its document steps
+    after line dedup (default: ``step_plan(config)``)."""
     layout = config.layout
     indexed = list(enumerate(zip(segments, segment_names(segments))))
     every = pipeline | "Segments" >> beam.Create(indexed)
@@ -128,18 +129,14 @@ def build(
 
     counters = [deduped[COUNTERS]]  # the job-level ones; the documents' are counted at the commit
     steps = [Reading, DuplicateLineRemoval, MinLength(config.dedup.min_len)]  # the steps that count, in order
-    before, after = config.stages()
-    for stage in before:
-        docs = kept(docs | type(stage).__name__ >> ApplyStage(stage))
-    steps += before
-    if config.near_dedup == "minhash":
-        out = (docs, earlier) | "NearDedup" >> NearDedup(config.minhash, layout, config.dedup.memory_per_worker)
-        docs = kept(out)
-        steps.append(NearDuplicates)
-        counters.append(out[COUNTERS])
-    for stage in after:
-        docs = kept(docs | type(stage).__name__ >> ApplyStage(stage))
-    steps += after
+    for step in step_plan(config) if plan is None else plan:
+        if step is NearDuplicates:
+            out = (docs, earlier) | "NearDedup" >> NearDedup(config.minhash, layout, config.dedup.memory_per_worker)
+            docs = kept(out)
+            counters.append(out[COUNTERS])
+        else:
+            docs = kept(docs | type(step).__name__ >> ApplyStage(step))
+        steps.append(step)
     results = {SEEN: deduped[SEEN], KEPT: docs, DROPPED: dropped | "AllDropped" >> beam.Flatten(), BAD: deduped[BAD]}
     new = results | "CommitSegments" >> CommitSegments(layout, config.keep_dropped, steps)
     if config.lm_dir:
@@ -193,16 +190,6 @@ def cutoffs_used(cutoffs: Cutoffs, buckets: BucketConfig) -> Dict[str, Dict[str,
     }
 
 
-def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
-    """The Beam options of ``beam_args``, with the local runner unless one is named."""
-    args = list(beam_args)
-    if not any(arg.startswith("--runner") for arg in args):
-        args.append(f"--runner={DEFAULT_RUNNER}")
-    if not any(arg.startswith("--default_sdk_harness_log_level") for arg in args):
-        args.append("--default_sdk_harness_log_level=ERROR")  # local workers are chatty at INFO
-    return PipelineOptions(args)
-
-
 def run(config: MineConfig, segments: Sequence[str], beam_args: Sequence[str]) -> Optional[JobStats]:
     """Run the job on ``segments`` (``list_segments`` of the input, listed once) to completion,
     resuming after the segments an earlier run committed; returns the stats it wrote (None
@@ -216,13 +203,15 @@ def execute(
     segments: Sequence[str],
     beam_args: Sequence[str],
     progress_seconds: float = progress.REPORT_SECONDS,
+    plan: Optional[Sequence[Step]] = None,
 ):
     """``run``, returning Beam's result of the job (its metrics: ``job_counters``); every
-    ``progress_seconds`` it prints how far the job got (``progress.reporting``), if that changed."""
+    ``progress_seconds`` it prints how far the job got (``progress.reporting``), if that changed.
+    ``plan``: the document steps after line dedup, as ``build`` takes them."""
     pipeline, options = new_pipeline(beam_args)
     layout = config.layout
     committed = committed_segments(layout, segments)
-    build(pipeline, config, segments, options, committed)
+    build(pipeline, config, segments, options, committed, plan)
     logging.info(
         "mining %d segments into %s (%d committed by an earlier run)", len(segments), config.output, len(committed)
     )
@@ -235,29 +224,6 @@ def execute(
     return finish(pipeline, layout, report)
 
 
-def new_pipeline(beam_args: Sequence[str]):
-    """A Beam pipeline for ``beam_args`` and the options it runs with (for the manifest)."""
-    options = pipeline_options(beam_args)
-    given = options.get_all_options(drop_default=True)
-    runner = local_runner(given) if options.view_as(StandardOptions).runner == DEFAULT_RUNNER else None
-    return beam.Pipeline(runner=runner, options=options), given
-
-
-def local_runner(options: Dict):
-    """Beam's FnApiRunner, handing the job's options to its worker processes
-    (``--direct_running_mode=multi_processing``), which it otherwise starts without them, at
-    the INFO log level."""
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
-
-    encoded = JobServiceHandle.encode_pipeline_options(options)  # as a portable runner hands them over
-    return FnApiRunner(
-        provision_info=ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-    )
-
-
 def finish(pipeline: beam.Pipeline, layout: Layout, watch=None):
     """Run ``pipeline`` to its end (inside the context manager ``watch``, if any), then mark
     the job's output complete; Beam's result."""
@@ -268,12 +234,6 @@ def finish(pipeline: beam.Pipeline, layout: Layout, watch=None):
     if not dry:  # a dry run ran nothing: nothing to mark complete
         mark_complete(layout)
     return result
-
-
-def dry_run(options: PipelineOptions) -> bool:
-    """``--dry_run``, which only the DataflowRunner honours: it translates the job and submits
-    nothing. (Beam reads the flag's value as given, so any value turns it on.)"""
-    return bool(options.view_as(TestOptions).dry_run)
 
 
 def job_counters(result, namespace: str = NAMESPACE) -> Dict[str, int]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import textwrap
 from typing import Dict, List, Tuple
 
-from ccnet_pipeline.config import MineConfig, saved_config
 from ccnet_pipeline.stats import JobStats, LabelScores
-from lid.model import SCORE_BINS
+from lid.model import SCORE_BINS, LidConfig
 from toolkit import storage
+from toolkit.cli import from_dict
 from toolkit.corpus import CorpusManifest, Layout
 
 MIN_DOCUMENTS = 20  # a label with fewer documents gets its row in the printed table, no panel
@@ -32,8 +32,7 @@ def thresholds_of(saved: Dict) -> Dict[str, float]:
     """Each selected language's threshold, as the job that wrote the corpus applied it (its
     manifest's config read back: ``LidConfig.threshold_of``); none for a corpus import-ccnet
     converted."""
-    config = saved_config(saved)
-    return config.lid.threshold_of() if isinstance(config, MineConfig) else {}
+    return from_dict(LidConfig, saved["lid"]).threshold_of() if "lid" in saved else {}
 
 
 def report_rows(language_id: Dict[str, LabelScores], thresholds: Dict[str, float]) -> List[Dict]:

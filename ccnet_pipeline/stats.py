@@ -10,7 +10,6 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ccnet_pipeline.steps.read import READ
 from ccnet_pipeline.wet import BadRecord
 from filters.document import Document
 from filters.stage import KEPT, Counted, reason_stages
@@ -18,6 +17,8 @@ from lid.model import SCORE_BINS
 from toolkit import storage
 from toolkit.cli import from_dict
 from toolkit.corpus import ShardEntry
+
+READ = "read"  # the reading step's counters: read/segments, read/documents, read/bad/<kind>
 
 
 class SegmentCounts:
@@ -96,7 +97,7 @@ class OutputCounts:
 
 
 @dataclass(frozen=True)
-class MixedPages:
+class MixedPageCounts:
     """Pages in several languages (``--mixed-pages``): split into parts, or dropped."""
 
     split: int = 0
@@ -138,7 +139,7 @@ class JobStats:
     lines_removed_by_dedup: int
     dropped: Dict[str, int]  # per reason
     identified_languages: Dict[str, int]  # documents per top-1 label
-    mixed_pages: MixedPages
+    mixed_pages: MixedPageCounts
     language_id: Dict[str, LabelScores]  # per top-1 label
     output: Dict[str, Dict[str, OutputCounts]]  # per language and bucket
     counters: Dict[str, int]
@@ -168,7 +169,7 @@ class JobStats:
             lines_removed_by_dedup=counters.get("dedup/lines_removed", 0),
             dropped={name.split("/dropped/", 1)[1]: value for name, value in counters.items() if "/dropped/" in name},
             identified_languages=with_prefix("lid/language/"),
-            mixed_pages=MixedPages(
+            mixed_pages=MixedPageCounts(
                 counters.get("mixed_pages/split", 0),
                 counters.get("mixed_pages/parts", 0),
                 counters.get("mixed_pages/dropped/mixed", 0),

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from engines import ENGINES, ROOT, Engine, EngineConfig, jobs
+from engines.engine import ENGINES, ROOT, Engine, EngineConfig, jobs
 from toolkit.cli import add_config_arguments, build_config, given, run_cli
 
 

@@ -17,7 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from engines.maven import BEAM_JAVA_VERSION, Artifact, EngineError, require, resolve
+from engines.errors import EngineError
+from engines.maven import BEAM_JAVA_VERSION, Artifact, require, resolve
 from engines.services import Services, free_port
 
 FLINK_VERSION = "1.19"  # the newest Flink whose Beam runner resolves at BEAM_JAVA_VERSION here

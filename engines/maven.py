@@ -12,15 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Sequence
 
+from engines.errors import EngineError
+
 # The newest Beam whose runner libraries resolve with every dependency from the Maven Central
 # these machines reach (2026-12-06: 2.62.0; 2.70.0 lacks beam-runners-java-job-service, the
 # other releases after 2.62.0 lack the runners themselves). Its job-server jars are not served.
 BEAM_JAVA_VERSION = "2.62.0"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-
-
-class EngineError(ValueError):
-    """Something an engine needs is missing or did not start: printed as one line, no traceback."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from engines.maven import EngineError
+from engines.errors import EngineError
 
 STOP_SECONDS = 20.0  # SIGTERM, then SIGKILL
 
@@ -159,10 +159,3 @@ def _stop_group(pid: int, alive: Callable[[], bool]) -> None:
             break
     with contextlib.suppress(ProcessLookupError):  # what the leader left behind (a Spark worker's executors)
         os.killpg(pid, signal.SIGKILL)
-
-
-def check_port_free(port: int) -> int:
-    """``port`` when nothing listens on it on 127.0.0.1, else an ``EngineError``."""
-    if listening(port):
-        raise EngineError(f"port {port} on 127.0.0.1 is in use: choose another or leave it out to take a free one")
-    return port

@@ -27,7 +27,8 @@ import zipfile
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from engines.maven import BEAM_JAVA_VERSION, Artifact, EngineError, library, newest_of_each, require, resolve
+from engines.errors import EngineError
+from engines.maven import BEAM_JAVA_VERSION, Artifact, library, newest_of_each, require, resolve
 from engines.services import Service, Services, free_port
 
 SPARK_VERSION = "3.5.9"  # Beam's portable Spark runner supports Spark 3 only; 3.5 is the last line

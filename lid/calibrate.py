@@ -18,7 +18,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional
 
 from lid.languages import map_code
 from lid.model import LanguageIdentifier, default_model_path, optional_path
-from lid.neighbours import SHIPPED_NEIGHBOURS, fold_model, fold_of
+from lid.neighbours import SHIPPED_NEIGHBOURS, LabelledDocument, fold_model, fold_of
 from toolkit.cli import flag
 from toolkit.languages import XLMR_CODES
 
@@ -56,11 +56,6 @@ class CalibrationConfig:
             raise ValueError(f"neighbour_folds must be 0 or at least 2, got {self.neighbour_folds}")
         if self.min_documents < 1 or self.sentences_per_document < 1:
             raise ValueError("min_documents and sentences_per_document must be >= 1")
-
-
-class LabelledDocument(NamedTuple):
-    language: str  # XLM-R code, or the data's own code for a language outside XLM-R
-    text: str
 
 
 class Prediction(NamedTuple):

@@ -5,7 +5,7 @@ Zawgyi encoding (``my_zaw``) and Traditional Chinese (``zh_Hant``) are separate 
 XLM-R; lid.176 has no label for them (it says ``hi``, ``my``, ``zh`` or guesses another Latin
 language), while script-aware models such as GlotLID and OpenLID (``__label__hin_Latn``,
 ``__label__zho_Hant``) have some. The spaced mode tells ``zh_Hant`` by its characters and
-``my_zaw`` with Myanmar Tools (``lid.second``).
+``my_zaw`` with Myanmar Tools (``lid.cld3_zawgyi``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
-from lid.second import COVERED as SECOND_COVERED
+from lid.cld3_zawgyi import COVERED as SECOND_COVERED
 from toolkit.languages import XLMR_CODES, XLMR_LANGUAGES
 
 
@@ -86,7 +86,7 @@ def _map(label: str, by_iso_alone: bool) -> str:
 #    all 701 Traditional and 701 Simplified SIB-200 sentences told apart), and ``yue`` (written
 #    Cantonese, outside the 100) when Cantonese's own characters are 1% of it (``han_language``).
 #  - my/my_zaw: lid.176 says ``my`` of Burmese in either encoding; Myanmar Tools tells Zawgyi
-#    (``lid.second``).
+#    (``lid.cld3_zawgyi``).
 #  - the romanized variants (``hi_rom``...): lid.176 has no label for them and no labelled data
 #    here has them, so no rule: use a script-aware model (GlotLID's ``hin_Latn``).
 class Twin(NamedTuple):
@@ -173,7 +173,7 @@ def apply_rules(languages: Sequence[str], probabilities: Sequence[float], text: 
 def languages_without_label(model_languages: Iterable[str], languages: Iterable[str], rules: bool) -> Tuple[str, ...]:
     """Of ``languages``, those a model whose labels map to ``model_languages`` never gives
     (with the spaced mode's rules, ``zh`` also gives ``zh_Hant``, ``my`` also ``my_zaw``, and
-    CLD3 its languages, ``lid.second``)."""
+    CLD3 its languages, ``lid.cld3_zawgyi``)."""
     given = set(model_languages)
     if rules:  # zh_Hant by is_traditional_chinese, my_zaw by Myanmar Tools, CLD3's languages
         given.update(variant for language, variant in (("zh", "zh_Hant"), ("my", "my_zaw")) if language in given)

@@ -5,8 +5,8 @@ one line), top-1 label, its probability rounded to 2 decimals (numpy's rounding)
 threshold, and stored rounded. ``spaced`` turns newlines into spaces, so that the last word of a
 line and the first of the next are not read as one word, keeps the exact probability, applies
 the confusable-language rules of ``lid.languages`` to the top two labels, asks a second
-identifier (CLD3, ``lid.second``) where the fastText model is unsure, for the languages lid.176
-has no label for, tells Zawgyi Burmese from Unicode Burmese (Myanmar Tools, ``lid.second``),
+identifier (CLD3, ``lid.cld3_zawgyi``) where the fastText model is unsure, for the languages lid.176
+has no label for, tells Zawgyi Burmese from Unicode Burmese (Myanmar Tools, ``lid.cld3_zawgyi``),
 checks that the text is written in a script of its language (``lid.scripts``), asks the
 neighbours model whether it is a language outside XLM-R's 100 (``lid.neighbours``), and takes
 each language's own threshold from a calibrated file (``python -m lid calibrate``)."""
@@ -25,10 +25,10 @@ import numpy as np
 
 from filters.document import Document
 from filters.stage import KEPT, Result, Stage
+from lid.cld3_zawgyi import CONSULTED_BELOW, SecondIdentifier
 from lid.languages import apply_rules, map_label
 from lid.neighbours import SHIPPED_NEIGHBOURS, NeighbourModel, second_opinions
 from lid.scripts import UNKNOWN_PREFIX
-from lid.second import CONSULTED_BELOW, SecondIdentifier
 from toolkit.cli import flag
 from toolkit.languages import XLMR_CODES, parse_languages
 
@@ -161,7 +161,7 @@ class LanguageIdentifier:
         self.model_path = model_path
         self.mode = mode
         self._model = None
-        self.second = SecondIdentifier()  # the spaced mode's, for languages lid.176 lacks (lid.second)
+        self.second = SecondIdentifier()  # the spaced mode's, for languages lid.176 lacks (lid.cld3_zawgyi)
         # the spaced mode's second opinion on languages outside the 100 (lid.neighbours)
         self.neighbours = NeighbourModel(neighbour_model) if neighbour_model and mode == "spaced" else None
 

@@ -20,14 +20,11 @@ import random
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from lid import scripts
 from lid.languages import han_language, map_label
 from toolkit.languages import XLMR_CODES
-
-if TYPE_CHECKING:
-    from lid.calibrate import LabelledDocument
 
 SHIPPED_NEIGHBOURS = str(Path(__file__).parent / "models" / "neighbours.ftz")  # make lid-model builds it
 OUTSIDE_AT = 0.9  # the neighbours model's probability from which its language outside the 100 is taken
@@ -40,6 +37,13 @@ READ_CHARS = (
 CONTENT_LINE = 40  # characters of a line that is content: shorter ones (menus, buttons, dates) are left out
 
 Verdict = Optional[Tuple[str, float]]  # a new (label, score), or None: the first model's answer stands
+
+
+class LabelledDocument(NamedTuple):
+    """Text in a known language: what the neighbours model trains on and calibration scores."""
+
+    language: str  # XLM-R code, or the data's own code for a language outside XLM-R
+    text: str
 
 
 @dataclass(frozen=True)

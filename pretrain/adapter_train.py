@@ -19,7 +19,8 @@ from pretrain.adapters import AdapterConfig
 from pretrain.hub import load_model
 from pretrain.model import XLMRModel
 from pretrain.run_dir import run_session
-from pretrain.train import AdapterStart, MaskedLM, PretrainingRun, TrainConfig, check_data_fits, run_on_blocks
+from pretrain.run_record import AdapterStart, PretrainingRun, TrainConfig
+from pretrain.train import MaskedLM, check_data_fits, run_on_blocks
 from tokenizer.pack import PackedData
 
 

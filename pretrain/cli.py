@@ -37,8 +37,8 @@ from pretrain.distill import DistillConfig
 from pretrain.finetune import FINETUNE_PRESETS, FinetuneConfig, FinetuneJob, FinetuningRun
 from pretrain.model import MODEL_PRESETS
 from pretrain.run_dir import RunDir, resumed_fields
+from pretrain.run_record import TRAIN_PRESETS, AdapterStart, PretrainingRun, TrainConfig, train_config
 from pretrain.tasks import ExamplesConfig
-from pretrain.train import TRAIN_PRESETS, AdapterStart, PretrainingRun, TrainConfig, train_config
 from toolkit.cli import add_config_arguments, build_config, given, run_cli
 
 ADAPTER_FLAGS = "adapter."  # where the adapter config's flags land in args

@@ -23,7 +23,8 @@ from pretrain.distill import DistillConfig, Distiller
 from pretrain.hub import load_model
 from pretrain.model import ModelConfig, XLMRModel, model_config
 from pretrain.run_dir import run_session
-from pretrain.train import DistillStart, PretrainingRun, TrainConfig, check_data_fits, run_on_blocks
+from pretrain.run_record import DistillStart, PretrainingRun, TrainConfig
+from pretrain.train import check_data_fits, run_on_blocks
 from tokenizer.pack import PackedData
 
 

@@ -28,6 +28,22 @@ HF_WEIGHTS = "model.safetensors"
 HF_TORCH_WEIGHTS = "pytorch_model.bin"
 HF_HEAD_NAME = "classifier"  # the name an imported HF classifier gets among the model's heads
 _QKV = ("query", "key", "value")
+# ModelConfig's fields under their names in a Hugging Face config.json: written (hf_config) and read
+# (config_from_hf) by this one table. The shape is always there; a field HF leaves out takes its
+# default (BERT's layer_norm_eps differs from ModelConfig's: config_from_hf says so).
+HF_KEYS = {
+    "vocab_size": "vocab_size",
+    "hidden": "hidden_size",
+    "layers": "num_hidden_layers",
+    "heads": "num_attention_heads",
+    "ffn": "intermediate_size",
+    "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+    "max_positions": "max_position_embeddings",
+    "init_std": "initializer_range",
+    "layer_norm_eps": "layer_norm_eps",
+}
+_HF_SHAPE = ("vocab_size", "hidden", "layers", "heads", "ffn", "max_positions")
 _LAYER = [
     ("attention.out.weight", "attention.output.dense.weight"),
     ("attention.out.bias", "attention.output.dense.bias"),
@@ -121,19 +137,10 @@ def hf_config(config: ModelConfig, head_kind: Optional[str] = None, labels: Sequ
         **classifier,
         "architectures": [_ARCHITECTURES[config.family, form]],
         "model_type": config.family,
-        "vocab_size": config.vocab_size,
-        "hidden_size": config.hidden,
-        "num_hidden_layers": config.layers,
-        "num_attention_heads": config.heads,
-        "intermediate_size": config.ffn,
+        **{key: getattr(config, name) for name, key in HF_KEYS.items()},
         "hidden_act": "gelu",
-        "hidden_dropout_prob": config.dropout,
-        "attention_probs_dropout_prob": config.attention_dropout,
-        "max_position_embeddings": config.max_positions,
         "type_vocab_size": config.type_vocab_size or 1,
         "position_embedding_type": "absolute",
-        "initializer_range": config.init_std,
-        "layer_norm_eps": config.layer_norm_eps,
         "pad_token_id": config.pad_id,
         "tie_word_embeddings": True,
     }
@@ -224,17 +231,10 @@ def config_from_hf(hf: Dict, state: Dict[str, torch.Tensor], pad_id: int) -> Mod
     if family != "bert" and hf.get("pad_token_id", pad_id) != pad_id:
         raise ValueError(f"pad_token_id {hf['pad_token_id']} in config.json, but the tokenizer pads with {pad_id}")
     names = {name.split(".", 1)[1] if name.startswith(("bert.", "roberta.")) else name for name in state}
+    given = {name: hf[key] for name, key in HF_KEYS.items() if name in _HF_SHAPE or key in hf}
+    given.setdefault("layer_norm_eps", 1e-12 if family == "bert" else 1e-5)  # HF's defaults by family
     return ModelConfig(
-        vocab_size=hf["vocab_size"],
-        layers=hf["num_hidden_layers"],
-        hidden=hf["hidden_size"],
-        heads=hf["num_attention_heads"],
-        ffn=hf["intermediate_size"],
-        max_positions=hf["max_position_embeddings"],
-        dropout=hf.get("hidden_dropout_prob", 0.1),
-        attention_dropout=hf.get("attention_probs_dropout_prob", 0.1),
-        layer_norm_eps=hf.get("layer_norm_eps", 1e-12 if family == "bert" else 1e-5),
-        init_std=hf.get("initializer_range", 0.02),
+        **given,
         family=family,
         pad_id=pad_id,
         type_vocab_size=hf.get("type_vocab_size", 2) if family == "bert" else 0,

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from pretrain.model import ModelConfig
 from pretrain.run_dir import METRICS_FILE, RunDir
-from pretrain.train import PretrainingRun, TrainConfig
+from pretrain.run_record import PretrainingRun, TrainConfig
 from toolkit import storage
 
 LOSS_DPI = SCORES_DPI = 100  # loss.png 1400 pixels wide, scores.png at least 1200

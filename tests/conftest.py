@@ -27,7 +27,7 @@ def _hf_cache(tmp_path_factory, monkeypatch):
 def lm_dir(tmp_path_factory) -> Path:
     """Reference models for en, fr and de trained here (SentencePiece + lmplz + build_binary)
     on generated clean text (the embedded sample's reference text)."""
-    from ccnet_pipeline.sample import generate_reference_text
+    from ccnet_pipeline.samples.embedded import generate_reference_text
     from filters.train_lm import TrainLmConfig, train_language_model
 
     root = tmp_path_factory.mktemp("lm")

@@ -336,7 +336,7 @@ class Fixtures:
 
     def _lm(self, out: Path) -> None:
         """An English SentencePiece + KenLM pair from the embedded sample's reference text."""
-        from ccnet_pipeline.sample import generate_reference_text
+        from ccnet_pipeline.samples.embedded import generate_reference_text
         from filters.train_lm import TrainLmConfig, train_language_model
 
         text = self.root / "reference-text"

@@ -30,6 +30,10 @@ class ConfigError(ValueError):
     """A config that cannot be built; the message starts with the field's dotted name."""
 
 
+class UsageError(ValueError):
+    """A problem with what the user asked for: printed as one line, no traceback (``run_cli``)."""
+
+
 def flag(
     name: Optional[str] = None,
     *aliases: str,

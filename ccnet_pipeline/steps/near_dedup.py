@@ -12,7 +12,7 @@ near-duplicates, in five steps, each of bounded shuffles:
    becomes a star on its smallest id, the earliest document by segment and record. Every step
    gives out its place's edges as the stars of their own components (local contraction), so
    that a graph whose edges fit one partition is done after one step, whatever its shape.
-   Steps 2 and 3 are ``RunStep``s (``filters.components``): two shuffles each, partial minima by
+   Steps 2 and 3 are ``RunStep``s (``filters.minhash_clusters``): two shuffles each, partial minima by
    group, then the answers joined with the edges by edge partition, so that no worker is given
    a whole group, not even the neighbours of a template's hub or the pages of a frequent key;
    each document is then labelled by its smaller neighbour;
@@ -39,7 +39,7 @@ import numpy as np
 
 from ccnet_pipeline.steps.batches import COUNTERS, DROPPED, KEPT, PROGRESS, Batch, counter, raise_counters
 from ccnet_pipeline.steps.stage import split_results
-from filters import components
+from filters import minhash_clusters
 from filters.dedup import partitions_for
 from filters.minhash import MinHashConfig, band_keys, estimated_jaccard, signatures
 from filters.stage import Counted
@@ -90,23 +90,23 @@ class Sign(beam.DoFn):
         save_minhash(self.layout, index, {**arrays, "signatures": sigs} if self.config.verify else arrays)
         storage.write_bytes(self.layout.waiting_documents(index), pickle.dumps(docs, protocol=pickle.HIGHEST_PROTOCOL))
         yield index
-        yield beam.pvalue.TaggedOutput("keys", (index, (components.document_id(index, records), keys)))
+        yield beam.pvalue.TaggedOutput("keys", (index, (minhash_clusters.document_id(index, records), keys)))
 
 
 def read_committed_keys(index: int, layout: Layout):
     """A segment committed by an earlier run -> (index, (ids, keys)) from its minhash file."""
     saved = load_minhash(layout, index)
-    yield index, (components.document_id(index, saved["records"]), saved["keys"])
+    yield index, (minhash_clusters.document_id(index, saved["records"]), saved["keys"])
 
 
 CHUNK, REQUEST, ANSWER = 0, 1, 2  # what a value is, in a step's two shuffles
 
 
-def contribute(element, step: components.Step, partitions: int):
+def contribute(element, step: minhash_clusters.Step, partitions: int):
     """A place's chunk -> its requests by group partition, and the chunk itself on its way to its
     place through the same shuffle."""
     place, chunk = element
-    for partition, request in components.contribute(step, place, chunk, partitions):
+    for partition, request in minhash_clusters.contribute(step, place, chunk, partitions):
         yield (REQUEST, partition), request
     yield (CHUNK, place), chunk
 
@@ -118,18 +118,18 @@ def answer(element):
         for chunk in values:
             yield key, (CHUNK, chunk)
     else:
-        for place, reply in components.answer(values):
+        for place, reply in minhash_clusters.answer(values):
             yield place, (ANSWER, reply)
 
 
-def finish(element, step: components.Step, partitions: int, name: str):
+def finish(element, step: minhash_clusters.Step, partitions: int, name: str):
     """A place's chunks and answers -> the step's outputs; its changes counted under ``name``
     (``progress`` namespace) and yielded on ``changes``."""
     _, values = element
     parts = {CHUNK: [], ANSWER: []}
     for kind, value in values:
         parts[kind].append(value)
-    outputs, changed = components.finish(step, parts[CHUNK], parts[ANSWER], partitions)
+    outputs, changed = minhash_clusters.finish(step, parts[CHUNK], parts[ANSWER], partitions)
     yield from outputs
     if name:
         counter(name, PROGRESS).inc(changed)
@@ -137,13 +137,13 @@ def finish(element, step: components.Step, partitions: int, name: str):
 
 
 class RunStep(beam.PTransform):
-    """(place, chunk) -> the outputs of ``step`` (``filters.components``), in two shuffles: the
+    """(place, chunk) -> the outputs of ``step`` (``filters.minhash_clusters``), in two shuffles: the
     chunks' partial minima by group partition, then the answers with the place's chunks. The
     chunks travel through the first shuffle too, under a key of their own: a Flatten of the
     chunks and the answers would cost every step a third stage on the portable runners, the
     fixed cost that dominates a job of a few segments. With ``name``, also {changes: (name, count)}."""
 
-    def __init__(self, step: components.Step, partitions, name: str = ""):
+    def __init__(self, step: minhash_clusters.Step, partitions, name: str = ""):
         super().__init__()
         self.step = step
         self.partitions = partitions
@@ -164,7 +164,7 @@ class RunStep(beam.PTransform):
 def wanted_kept(element):
     """(a segment, (records, labels)) -> (the segment of each label's kept document, (labels, segment))."""
     segment, (_, labels) = element
-    for kept_segment, (wanted,) in components.split_by(labels >> np.int64(32), labels):
+    for kept_segment, (wanted,) in minhash_clusters.split_by(labels >> np.int64(32), labels):
         yield kept_segment, (np.unique(wanted), segment)
 
 
@@ -175,7 +175,7 @@ def kept_documents(element, layout: Layout, verify: bool):
     saved = load_minhash(layout, segment)
     row = {record: i for i, record in enumerate(saved["records"].tolist())}
     for labels, asking in requests:
-        rows = [row[record] for record in components.split_id(labels)[1].tolist()]
+        rows = [row[record] for record in minhash_clusters.split_id(labels)[1].tolist()]
         found = {}
         for label, kept in zip(labels.tolist(), rows):
             found[label] = (str(saved["urls"][kept]), *((saved["signatures"][kept],) if verify else ()))
@@ -196,7 +196,8 @@ class Drop(beam.DoFn):
         docs = pickle.loads(storage.read_bytes(self.layout.waiting_documents(index)))
         found = {label: about for answers in kept[index] for label, about in answers.items()}
         labelled = {
-            record: (label, *found[label]) for record, label in components.smallest_labels(clusters[index]).items()
+            record: (label, *found[label])
+            for record, label in minhash_clusters.smallest_labels(clusters[index]).items()
         }
         yield from self.split(index, docs, labelled)
 
@@ -264,22 +265,22 @@ class NearDedup(beam.PTransform):
         key_partitions = beam.pvalue.AsSingleton(
             keys
             | "KeyEntries" >> beam.MapTuple(lambda _, arrays: arrays[1].size)
-            | "KeyPartitions" >> ChoosePartitions(components.BYTES_PER_KEY, self.memory_per_worker)
+            | "KeyPartitions" >> ChoosePartitions(minhash_clusters.BYTES_PER_KEY, self.memory_per_worker)
         )
-        edges = keys | "Candidates" >> RunStep(components.Candidates(), key_partitions)
+        edges = keys | "Candidates" >> RunStep(minhash_clusters.Candidates(), key_partitions)
         edge_partitions = beam.pvalue.AsSingleton(
             edges
             | "EdgeCount" >> beam.MapTuple(lambda _, e: len(e[0]))
-            | "EdgePartitions" >> ChoosePartitions(components.BYTES_PER_EDGE, self.memory_per_worker)
+            | "EdgePartitions" >> ChoosePartitions(minhash_clusters.BYTES_PER_EDGE, self.memory_per_worker)
         )
         changes = []
         for number in range(self.config.rounds):
-            for label, step in (("large", components.LargeStar()), ("small", components.SmallStar())):
+            for label, step in (("large", minhash_clusters.LargeStar()), ("small", minhash_clusters.SmallStar())):
                 name = f"{STAGE}/changes_{number:02d}"
                 stepped = edges | f"{label.title()}Star{number:02d}" >> RunStep(step, edge_partitions, name)
                 edges = stepped["outputs"]
                 changes.append(stepped["changes"])
-        clusters = edges | "Labels" >> beam.FlatMapTuple(lambda _, place_edges: components.labels(place_edges))
+        clusters = edges | "Labels" >> beam.FlatMapTuple(lambda _, place_edges: minhash_clusters.labels(place_edges))
         kept = (
             clusters
             | "WantedKept" >> beam.FlatMap(wanted_kept)

@@ -8,12 +8,11 @@ import stat
 from typing import Dict, Iterator, Optional, Tuple
 
 from ccnet_pipeline.progress import SegmentProgress
+from ccnet_pipeline.stats import READ
 from ccnet_pipeline.wet import BadKind, BadRecord, Item
 from filters.document import Document, first_of_page
 from filters.stage import Counted
 from toolkit import storage
-
-READ = "read"  # the reading step's counters: read/segments, read/documents, read/bad/<kind>
 
 
 def read_segment_items(

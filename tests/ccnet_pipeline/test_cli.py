@@ -5,9 +5,11 @@ import json
 
 import pytest
 
-from ccnet_pipeline.cli import UsageError, _mine_parser, beam_parser, check_beam_args, format_output_table, main
+from ccnet_pipeline.cli import _mine_parser, format_output_table, main
+from ccnet_pipeline.runner import beam_parser, check_beam_args
 from ccnet_pipeline.stats import OutputCounts
 from tests.support.helpers import page, paragraphs, write_wet_file
+from toolkit.cli import UsageError
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.download import DownloadConfig, Downloader, DumpSelection, check_gzip, select_paths
-from ccnet_pipeline.wet_writer import write_wet
+from ccnet_pipeline.samples.wet_writer import write_wet
 from tests.support.helpers import page, paragraphs
 
 DUMP = "CC-MAIN-2099-01"

@@ -11,6 +11,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from ccnet_pipeline.samples.wet_writer import raw_record
 from ccnet_pipeline.steps.batches import BAD, DROPPED, KEPT, PERPLEXITIES, SEEN
 from ccnet_pipeline.steps.commit import COMMITTED_SCHEMA, CommitSegments, write_committed
 from ccnet_pipeline.steps.cutoffs import ComputeCutoffs
@@ -19,7 +20,6 @@ from ccnet_pipeline.steps.read import Reading
 from ccnet_pipeline.steps.stage import ApplyStage
 from ccnet_pipeline.steps.write import WriteShards, pack_segments
 from ccnet_pipeline.wet import BadRecord, ReadConfig
-from ccnet_pipeline.wet_writer import raw_record
 from filters.dedup import DedupConfig
 from filters.document import ARROW_SCHEMA, make_document
 from filters.perplexity import PERCENTILES, BucketConfig, PerplexityScorer

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from ccnet_pipeline.cli import main
+from ccnet_pipeline.samples.wet_writer import raw_record
 from ccnet_pipeline.wet import BadRecord, read_segment
 from ccnet_pipeline.wet.html import charset_of, html_to_text
-from ccnet_pipeline.wet_writer import raw_record
 from tests.support.helpers import SHARED_DATA
 
 RUSSIAN = "Деревенская библиотека открывается каждое утро в девять часов и закрывается поздно по четвергам."

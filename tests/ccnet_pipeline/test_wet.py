@@ -5,8 +5,8 @@ import tracemalloc
 
 import pytest
 
+from ccnet_pipeline.samples.wet_writer import raw_record, write_wet
 from ccnet_pipeline.wet import BadRecord, read_segment
-from ccnet_pipeline.wet_writer import raw_record, write_wet
 from tests.support.helpers import SHARED_DATA, letters, page, paragraphs
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from engines import (
+from engines.engine import (
     Engine,
     EngineConfig,
-    EngineError,
     EngineState,
     external_environment,
     process_environment,
     worker_command,
 )
+from engines.errors import EngineError
 from engines.maven import Artifact, library, newest_of_each, pom_text
 from engines.services import Services, free_port, listening
 from engines.spark import executor_jars

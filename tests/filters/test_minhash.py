@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import filters.minhash as minhash
-from ccnet_pipeline.near_duplicate_sample import after_line_dedup, generate, true_pairs
+from ccnet_pipeline.samples.near_duplicates import after_line_dedup, generate, true_pairs
 from filters.minhash import (
     EMPTY,
     MinHashConfig,

@@ -250,7 +250,7 @@ def test_normalize_for_lm_leaves_hangul_decomposed_as_ccnet():
 
 
 def test_vectorized_lm_normalization_equals_line_by_line():
-    from ccnet_pipeline.sample import SampleConfig, generate_pages
+    from ccnet_pipeline.samples.embedded import SampleConfig, generate_pages
     from tests.support.helpers import TEXT
 
     pages = [
@@ -262,7 +262,7 @@ def test_vectorized_lm_normalization_equals_line_by_line():
 
 
 def test_dedup_keys_equal_line_by_line_normalization():
-    from ccnet_pipeline.sample import SampleConfig, generate_pages
+    from ccnet_pipeline.samples.embedded import SampleConfig, generate_pages
     from tests.support.helpers import TEXT
 
     pages = [

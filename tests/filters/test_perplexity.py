@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from ccnet_pipeline.sample import _Language
+from ccnet_pipeline.samples.embedded import _Language
 from filters.perplexity import (
     PERCENTILES,
     BucketConfig,

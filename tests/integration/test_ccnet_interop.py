@@ -10,7 +10,7 @@ import pytest
 
 from ccnet_pipeline.ccnet_json import CCNET_FIELDS, from_ccnet
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 from sampling import MultilingualSampler
 from tests.support.helpers import SHARED_DATA
 

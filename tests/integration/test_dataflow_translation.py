@@ -11,8 +11,9 @@ from apache_beam.portability.api import beam_runner_api_pb2
 
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.config import MineConfig
-from ccnet_pipeline.pipeline import build, list_segments, new_pipeline
-from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.pipeline import build, list_segments
+from ccnet_pipeline.runner import new_pipeline
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 from filters.dedup import DedupConfig
 from lid.model import LidConfig
 from toolkit.languages import parse_languages

@@ -9,7 +9,7 @@ from ccnet_pipeline.cli import main
 from ccnet_pipeline.config import MineConfig
 from ccnet_pipeline.estimate import EstimateConfig, estimate, mine_sample, spread
 from ccnet_pipeline.pipeline import list_segments
-from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 from filters.dedup import DedupConfig
 from lid.model import LidConfig
 from toolkit.corpus import CorpusManifest

@@ -17,8 +17,8 @@ from apache_beam.metrics.metric import MetricsFilter
 
 from ccnet_pipeline.config import MineConfig
 from ccnet_pipeline.pipeline import execute, job_counters, list_segments
-from ccnet_pipeline.sample import SampleConfig, generate_sample
-from engines import Engine, EngineConfig
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
+from engines.engine import Engine, EngineConfig
 from filters.dedup import DedupConfig
 from lid.model import LidConfig, read_thresholds
 from tests.support.runners import ROOT, contents

@@ -18,7 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from ccnet_pipeline import pipeline
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.pipeline import list_segments, match_local
-from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 from tests.integration.test_resume import committed, contents
 
 GOOD = "CC-SAMPLE-00000.warc.wet.gz"  # sorts before the bad entries: segment 0, as when mined alone

@@ -9,8 +9,8 @@ import pytest
 
 from ccnet_pipeline import report
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.sample import SampleConfig, generate_sample
-from ccnet_pipeline.stats import JobStats, LabelScores, MixedPages, OutputCounts
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
+from ccnet_pipeline.stats import JobStats, LabelScores, MixedPageCounts, OutputCounts
 from lid.model import SHIPPED_THRESHOLDS, read_thresholds
 from tests.support.helpers import TEXT, page, write_wet_file
 from toolkit import storage
@@ -125,7 +125,7 @@ def test_stats_json_reads_back_typed_also_one_written_before_mixed_pages(tmp_pat
     older = stats.to_json()
     del older["mixed_pages"]
     storage.write_json(path, older)
-    assert JobStats.read(path).mixed_pages == MixedPages(0, 0, 0)
+    assert JobStats.read(path).mixed_pages == MixedPageCounts(0, 0, 0)
 
 
 def texts_of(figure):

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.sample import SampleConfig, generate_sample
-from ccnet_pipeline.wet_writer import raw_record
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
+from ccnet_pipeline.samples.wet_writer import raw_record
 from tests.support.helpers import SHARED_DATA, page, paragraphs, write_fasttext_model, write_wet_file
 
 BOILERPLATE = ["Home | News | Sport | Contact", "Cookies help us deliver our services. Accept"]

@@ -1,5 +1,5 @@
 """Near-duplicate removal in the mine job (``--near-dedup minhash``) on planted near-duplicates
-(``ccnet_pipeline/near_duplicate_sample.py``): the drops against the brute-force truth of every pair's exact
+(``ccnet_pipeline/samples/near_duplicates.py``): the drops against the brute-force truth of every pair's exact
 Jaccard similarity, the earliest document of each cluster kept, reruns identical."""
 
 import json
@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.near_duplicate_sample import LANGUAGES, generate, true_pairs, write_wet
+from ccnet_pipeline.samples.near_duplicates import LANGUAGES, generate, true_pairs, write_wet
 from filters.minhash import jaccard
 
 THRESHOLD = 0.8

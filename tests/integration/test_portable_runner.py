@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 from engines.services import Services, free_port
 from tests.support.runners import ROOT, booting_worker_pool, contents, installed_copy, pool_log, staging
 
@@ -64,7 +64,7 @@ def test_portable_runner_with_staged_workers_gives_the_fnapirunner_output(
 
 
 def test_near_dedup_on_the_portable_runner_gives_the_fnapirunner_output(services, tmp_path, monkeypatch):
-    from ccnet_pipeline.near_duplicate_sample import LANGUAGES, generate, write_wet
+    from ccnet_pipeline.samples.near_duplicates import LANGUAGES, generate, write_wet
 
     folder, endpoints = services
     write_wet(tmp_path / "wet", generate(seed=0, groups_per_kind=1))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ccnet_pipeline.cli import main
-from ccnet_pipeline.sample import SampleConfig, generate_sample
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
 
 SEGMENTS = 8
 
@@ -109,7 +109,7 @@ NEAR_DEDUP = ("--near-dedup", "minhash", "--minhash-verify")
 def test_kill_and_rerun_with_near_dedup_gives_the_uninterrupted_output(lm_dir, tmp_path):
     """The clusters span segments: a rerun reads the committed segments' band keys back and
     finds the same ones."""
-    from ccnet_pipeline.near_duplicate_sample import generate, write_wet
+    from ccnet_pipeline.samples.near_duplicates import generate, write_wet
 
     wet = tmp_path / "wet"
     write_wet(wet, generate(seed=0, groups_per_kind=2), segments=SEGMENTS)

@@ -22,8 +22,8 @@ from apache_beam.metrics.metric import MetricsFilter
 from ccnet_pipeline.cli import main
 from ccnet_pipeline.config import MineConfig
 from ccnet_pipeline.pipeline import committed_segments, execute, job_counters, list_segments
-from ccnet_pipeline.sample import SampleConfig, generate_sample
-from engines import Engine, EngineConfig, process_environment, worker_command
+from ccnet_pipeline.samples.embedded import SampleConfig, generate_sample
+from engines.engine import Engine, EngineConfig, process_environment, worker_command
 from engines.spark import alive_workers, master_state, spark_home, start_worker
 from filters.dedup import DedupConfig
 from lid.model import LidConfig, read_thresholds
@@ -176,10 +176,10 @@ def test_a_worker_killed_mid_job_changes_nothing(spark, wet, lm_dir, reference, 
 
 
 def restart_worker(spark: Engine, number: int) -> None:
-    services, master = spark.services, spark.state().master  # no state while a service is down
+    services, ports = spark.services, spark.services.get("spark-master").ports
     services.stop(f"spark-worker-{number}")
-    worker = start_worker(services, spark_home(ASSEMBLED), master, number)
-    ui = services.get("spark-master").ports["ui"]
+    worker = start_worker(services, spark_home(ASSEMBLED), f"spark://127.0.0.1:{ports['master']}", number)
+    ui = ports["ui"]
     services.wait_until(worker, lambda: len(alive_workers(ui)) == spark.config.workers, "the worker's registration")
 
 

@@ -7,7 +7,6 @@ import pytest
 from lid.__main__ import main
 from lid.calibrate import (
     CalibrationConfig,
-    LabelledDocument,
     Prediction,
     build_documents,
     calibrate,
@@ -19,7 +18,7 @@ from lid.calibrate import (
     summarize,
 )
 from lid.model import SHIPPED_THRESHOLDS, LanguageIdentifier, read_thresholds, write_thresholds
-from lid.neighbours import SHIPPED_NEIGHBOURS, fold_model
+from lid.neighbours import SHIPPED_NEIGHBOURS, LabelledDocument, fold_model
 from tests.support.helpers import SHARED_DATA, TEXT
 from toolkit.languages import XLMR_CODES
 

@@ -84,7 +84,7 @@ def test_traditional_chinese_is_told_from_simplified():
 
 def test_languages_without_label():
     lid176_like = ["en", "zh", "my", "sw", "ceb"]
-    # the rules tell zh_Hant from zh, Myanmar Tools my_zaw from my, CLD3 (lid.second) gives ha and xh; nothing gives hi_rom
+    # the rules tell zh_Hant from zh, Myanmar Tools my_zaw from my, CLD3 (lid.cld3_zawgyi) gives ha and xh; nothing gives hi_rom
     wanted = ["en", "ha", "zh_Hant", "xh", "my_zaw", "hi_rom"]
     assert languages_without_label(lid176_like, wanted, rules=True) == ("hi_rom",)
     assert languages_without_label(lid176_like, wanted, rules=False) == ("ha", "zh_Hant", "xh", "my_zaw", "hi_rom")

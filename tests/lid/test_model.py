@@ -1,9 +1,9 @@
 import pytest
 
 from filters.document import make_document
+from lid.cld3_zawgyi import COVERED as SECOND_COVERED
 from lid.languages import languages_without_label
 from lid.model import SHIPPED_THRESHOLDS, LanguageFilter, LanguageIdentifier, LidConfig, read_thresholds
-from lid.second import COVERED as SECOND_COVERED
 from tests.support.helpers import TEXT, write_fasttext_model
 
 

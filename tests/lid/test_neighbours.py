@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from ccnet_pipeline.sample import LANGUAGE_MIX, generate_reference_text
+from ccnet_pipeline.samples.embedded import LANGUAGE_MIX, generate_reference_text
 from filters.document import make_document
 from lid.__main__ import main
 from lid.model import LanguageFilter, LanguageIdentifier, LidConfig, score_bin

@@ -15,7 +15,7 @@ from pretrain.cli import main
 from pretrain.model import XLMRModel, model_config
 from pretrain.optim import make_optimizer
 from pretrain.run_dir import RunDir
-from pretrain.train import TrainConfig
+from pretrain.run_record import TrainConfig
 from tests.pretrain.test_train import fixed_batch, step_on
 
 VOCAB = 300

@@ -9,7 +9,7 @@ from matplotlib.colors import to_hex
 
 from pretrain.cli import main
 from pretrain.plot import LOSS_DPI, SCORES_DPI, draw_curves, draw_scores, read_curves, read_record
-from pretrain.train import TrainConfig
+from pretrain.run_record import TrainConfig
 
 
 def texts_of(figure):

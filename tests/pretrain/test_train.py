@@ -13,7 +13,8 @@ from pretrain.dist import Dist
 from pretrain.model import XLMRModel, model_config
 from pretrain.optim import OptimConfig, Optimization, make_optimizer, train_step
 from pretrain.optim import learning_rate as schedule
-from pretrain.train import MaskedLM, TrainConfig
+from pretrain.run_record import TrainConfig
+from pretrain.train import MaskedLM
 from tests.pretrain.conftest import run_torchrun, run_train
 
 VOCAB = 300

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List
 
-from ccnet_pipeline.wet_writer import raw_record
+from ccnet_pipeline.samples.wet_writer import raw_record
 from tests.support.helpers import letters, paragraphs
 
 MAX_RECORD_BYTES = 200_000  # the job's --max-record-bytes: records over it are skipped

@@ -10,8 +10,8 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from ccnet_pipeline.sample import letters
-from ccnet_pipeline.wet_writer import WetPage, write_wet
+from ccnet_pipeline.samples.embedded import letters
+from ccnet_pipeline.samples.wet_writer import WetPage, write_wet
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 

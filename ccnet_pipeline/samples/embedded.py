@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Dict, List, Tuple
 
-from ccnet_pipeline.wet_writer import WetPage, raw_record, write_wet
+from ccnet_pipeline.samples.wet_writer import WetPage, raw_record, write_wet
 from toolkit import storage
 
 # (XLM-R code, wordfreq code, faker locale, relative share). The first 12 are the default

@@ -1,4 +1,4 @@
-"""The second identifiers (CLD3 and Myanmar Tools, lid.second) for the XLM-R languages lid.176 has no label for."""
+"""The second identifiers (CLD3 and Myanmar Tools, lid.cld3_zawgyi) for the XLM-R languages lid.176 has no label for."""
 
 import pickle
 
@@ -7,8 +7,8 @@ from mmfont.converter import uni512zg1
 
 import lid.model
 from lid.calibrate import build_documents, labelled_sentences, outcomes, predict
+from lid.cld3_zawgyi import SecondIdentifier, is_oromo
 from lid.model import SHIPPED_THRESHOLDS, LanguageIdentifier, read_thresholds
-from lid.second import SecondIdentifier, is_oromo
 from tests.support.helpers import SHARED_DATA, TEXT
 from toolkit.languages import XLMR_CODES
 

@@ -34,8 +34,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 
-from ccnet_pipeline import wet_writer
-from ccnet_pipeline.wet_writer import WetPage
+from ccnet_pipeline.samples import wet_writer
+from ccnet_pipeline.samples.wet_writer import WetPage
 from filters.dedup import (
     find_duplicated_hashes,
     removed_lines_by_record,

@@ -4,7 +4,7 @@ and no step is given a whole group, however large a cluster is."""
 import numpy as np
 import pytest
 
-from filters import components
+from filters import minhash_clusters
 
 
 def union_find_labels(edges, nodes):
@@ -27,13 +27,15 @@ def found_labels(labels):
     found = {}
     for segment, parts in labels.items():
         for records, label in parts:
-            found.update(zip(components.document_id(segment, records).tolist(), label.tolist()))
+            found.update(zip(minhash_clusters.document_id(segment, records).tolist(), label.tolist()))
     return found
 
 
-def run_rounds(larger, smaller, partitions, rounds, call=components._direct):
-    edges = components.shuffle(components.by_edge_partition(components.normalized(larger, smaller), partitions))
-    labels, changes = components.components_in_memory(edges, partitions, rounds, call)
+def run_rounds(larger, smaller, partitions, rounds, call=minhash_clusters._direct):
+    edges = minhash_clusters.shuffle(
+        minhash_clusters.by_edge_partition(minhash_clusters.normalized(larger, smaller), partitions)
+    )
+    labels, changes = minhash_clusters.components_in_memory(edges, partitions, rounds, call)
     return found_labels(labels), changes
 
 
@@ -42,7 +44,7 @@ def test_partitioned_rounds_find_the_union_find_components(seed, nodes, edges):
     rng = np.random.default_rng(seed)
     ids = np.sort(rng.choice(2**40, size=nodes, replace=False)).astype(np.int64)
     a, b = ids[rng.integers(0, nodes, edges)], ids[rng.integers(0, nodes, edges)]
-    larger, smaller = components.normalized(a, b)
+    larger, smaller = minhash_clusters.normalized(a, b)
     found, changes = run_rounds(larger, smaller, partitions=7, rounds=12)
     truth = union_find_labels(zip(larger.tolist(), smaller.tolist()), ids.tolist())
     assert found == {node: label for node, label in truth.items() if label != node}
@@ -71,17 +73,17 @@ def test_a_chain_longer_than_the_cap_keeps_extra_documents_and_loses_none():
 
 
 def test_candidates_link_each_key_to_its_smallest_document_across_segments():
-    ids = components.document_id(0, np.array([3, 1, 2, 4]))
-    later = components.document_id(1, np.array([0, 5]))
+    ids = minhash_clusters.document_id(0, np.array([3, 1, 2, 4]))
+    later = minhash_clusters.document_id(1, np.array([0, 5]))
     keys = {
         0: (ids, np.array([[5, 11], [5, 12], [5, 13], [9, 14]], np.uint64)),
         1: (later, np.array([[9, 16], [3, 14]], np.uint64)),
     }
-    edges, _ = components.run_step(components.Candidates(), {s: [chunk] for s, chunk in keys.items()}, 4)
+    edges, _ = minhash_clusters.run_step(minhash_clusters.Candidates(), {s: [chunk] for s, chunk in keys.items()}, 4)
     pairs = sorted(pair for parts in edges.values() for e in parts for pair in zip(*(x.tolist() for x in e)))
     i, j = ids.tolist(), later.tolist()
     assert pairs == sorted([(i[0], i[1]), (i[2], i[1]), (j[0], i[3]), (j[1], i[3])])
-    assert components.split_id(components.document_id(3, np.array([7])))[1].tolist() == [7]
+    assert minhash_clusters.split_id(minhash_clusters.document_id(3, np.array([7])))[1].tolist() == [7]
 
 
 def pure(kind):
@@ -93,22 +95,22 @@ def pure(kind):
 
 def test_each_step_counts_what_it_changes():
     def step(kind, larger, smaller):
-        edges = components.shuffle(components.by_edge_partition((np.array(larger), np.array(smaller)), 2))
-        out, changed = components.run_step(kind, edges, 2)
+        edges = minhash_clusters.shuffle(minhash_clusters.by_edge_partition((np.array(larger), np.array(smaller)), 2))
+        out, changed = minhash_clusters.run_step(kind, edges, 2)
         return changed, sorted(
             {pair for parts in out.values() for e in parts for pair in zip(*(x.tolist() for x in e))}
         )
 
     # 5 hangs on 3 and 4, which hang on 1: small-star relinks 5's larger smaller neighbour ...
-    assert step(pure(components.SmallStar), [5, 5, 3, 4], [3, 4, 1, 1]) == (1, [(3, 1), (4, 1), (4, 3), (5, 3)])
+    assert step(pure(minhash_clusters.SmallStar), [5, 5, 3, 4], [3, 4, 1, 1]) == (1, [(3, 1), (4, 1), (4, 3), (5, 3)])
     # ... and large-star moves 5's edges onto 1, the smallest neighbour of 3 and of 4.
-    assert step(pure(components.LargeStar), [5, 5, 3, 4], [3, 4, 1, 1]) == (2, [(3, 1), (4, 1), (5, 1)])
+    assert step(pure(minhash_clusters.LargeStar), [5, 5, 3, 4], [3, 4, 1, 1]) == (2, [(3, 1), (4, 1), (5, 1)])
     # A star on 1 is left as it is by both steps.
-    for kind in (components.SmallStar, components.LargeStar):
+    for kind in (minhash_clusters.SmallStar, minhash_clusters.LargeStar):
         assert step(pure(kind), [3, 4, 5], [1, 1, 1]) == (0, [(3, 1), (4, 1), (5, 1)])
         assert step(kind(), [3, 4, 5], [1, 1, 1]) == (0, [(3, 1), (4, 1), (5, 1)])
     # Contracted, small-star's edges (4, 3) and (5, 3), in one place, become (5, 1) there.
-    assert step(components.SmallStar(), [5, 5, 3, 4], [3, 4, 1, 1]) == (1, [(3, 1), (4, 1), (5, 1)])
+    assert step(minhash_clusters.SmallStar(), [5, 5, 3, 4], [3, 4, 1, 1]) == (1, [(3, 1), (4, 1), (5, 1)])
 
 
 def test_local_stars_are_the_union_find_components_of_the_edges_given():
@@ -119,12 +121,12 @@ def test_local_stars_are_the_union_find_components_of_the_edges_given():
         (np.sort(ids)[1:], np.sort(ids)[:-1]),
         tuple(ids[rng.integers(0, 3000, (2, 2500))]),
     ]:
-        larger, smaller = components.normalized(a, b)
+        larger, smaller = minhash_clusters.normalized(a, b)
         truth = union_find_labels(zip(larger.tolist(), smaller.tolist()), np.unique(np.r_[a, b]).tolist())
-        nodes, centres = components.local_stars(larger, smaller)
+        nodes, centres = minhash_clusters.local_stars(larger, smaller)
         assert dict(zip(nodes.tolist(), centres.tolist())) == {n: label for n, label in truth.items() if label != n}
         assert len(nodes) <= len(larger)
-    assert [x.tolist() for x in components.local_stars(ids[:0], ids[:0])] == [[], []]
+    assert [x.tolist() for x in minhash_clusters.local_stars(ids[:0], ids[:0])] == [[], []]
 
 
 def test_one_partition_converges_in_the_first_step_however_long_the_chain():
@@ -146,7 +148,7 @@ def test_no_step_holds_a_hub_nodes_whole_group():
     largest = []
 
     def measured(function, *args):
-        arrays = list(components.arrays_given(args))
+        arrays = list(minhash_clusters.arrays_given(args))
         largest.append(max((a.size for a in arrays), default=0))
         return function(*args)
 
