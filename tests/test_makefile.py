@@ -38,6 +38,7 @@ def sample_with_reference_text(tmp_path) -> Path:
     return sample
 
 
+@pytest.mark.slow
 def test_langs_100_trains_the_sample_models_it_has_text_for(tmp_path):
     # Before: the lm loop looked for reference/100.txt, trained nothing and the stamp's folder was missing.
     sample, lm = sample_with_reference_text(tmp_path), tmp_path / "lm"

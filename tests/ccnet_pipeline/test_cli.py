@@ -147,6 +147,7 @@ def test_a_runner_the_tests_do_not_cover_runs_only_when_the_user_insists(runner,
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_flag_runs_an_untested_runner(wet, tmp_path):
     """BundleBasedDirectRunner: Beam's old in-process runner, which works offline."""
     out = tmp_path / "corpus"

@@ -228,6 +228,7 @@ def test_check_gzip(tmp_path):
         check_gzip(str(cut))
 
 
+@pytest.mark.slow
 def test_mine_from_a_dump(tmp_path):
     files, segments = layout(2)
     with FaultyServer(files, {segments[0]: ["503"]}) as server:

@@ -175,6 +175,7 @@ def script_of(text):
     return counts.most_common(1)[0][0] if counts else "NONE"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED_DATA / "reference-text").is_dir(), reason="../shared/data/reference-text absent")
 def test_normalize_for_dedup_equals_ccnet_on_reference_text():
     for language, expected in CCNET_REFERENCE_TEXT_DIGESTS.items():

@@ -85,6 +85,7 @@ def test_on_held_out_text_the_new_languages_are_kept_right_and_no_other_loses(li
     assert all(after[language] == before[language] for language in others)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SIB_200.is_dir(), reason="../shared/data/eval/sib-200 not present")
 def test_every_burmese_document_is_told_from_its_zawgyi_conversion(lid_model):
     """SIB-200's 1,004 Burmese sentences (every split), documents of 5, and each converted to

@@ -294,6 +294,7 @@ def test_a_task_adapter_trains_on_a_fixed_language_adapter_and_learns(trained_ru
     assert best.keys() == resumed.keys() and all(torch.equal(best[key], resumed[key]) for key in best)
 
 
+@pytest.mark.slow
 def test_evaluate_swaps_the_language_adapter_per_test_set(trained_run, task, language_adapters, tmp_path, capsys):
     assert finetune_with_adapter(trained_run, task, tmp_path / "ft", language_adapters["el"]) == 0
     results = json.loads((tmp_path / "ft" / "results.json").read_text())

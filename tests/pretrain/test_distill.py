@@ -113,6 +113,7 @@ def student(trained_run, data_dir, tmp_path_factory):
     return str(out)
 
 
+@pytest.mark.slow
 def test_general_distillation_makes_a_normal_run_and_resumes_exactly(student, trained_run, data_dir, tmp_path):
     cut = tmp_path / "cut"
     assert run_distill(trained_run, data_dir, cut, "--max-steps", "15") == 0

@@ -133,6 +133,7 @@ def test_every_family_loads_with_transformers_hidden_states(folder):
 @pytest.mark.parametrize(
     "folder", ["bert-minilm-like", "bert-encoder-wordpiece", "xlmr-json-only-padded"], indirect=True
 )
+@pytest.mark.slow
 def test_fine_tuning_an_hf_encoder_gives_a_run_every_command_reads_and_exports_in_its_family(
     folder, task, tmp_path, capsys
 ):
