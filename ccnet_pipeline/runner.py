@@ -132,9 +132,10 @@ def check_beam_args(beam_args: List[str], job: argparse.ArgumentParser) -> None:
     if not beam_args:
         return
     beam = beam_parser(beam_args)
-    unknown = [arg for arg in beam.parse_known_args(beam_args)[1] if arg != "--"]  # "--": no more options
-    if unknown and runner_path(beam_args) and runner_path(beam_args).endswith("PortableRunner"):
-        described = job_server_flags(beam.parse_known_args(beam_args)[0].job_endpoint)
+    known, rest = beam.parse_known_args(beam_args)
+    unknown = [arg for arg in rest if arg != "--"]  # "--": no more options
+    if unknown and (runner_path(beam_args) or "").endswith("PortableRunner"):
+        described = job_server_flags(known.job_endpoint)
         unknown = [arg for arg in unknown if arg.split("=", 1)[0] not in described]
     if not unknown:
         return
