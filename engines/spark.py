@@ -11,6 +11,8 @@
   425 MB, copied by every executor of every job) but ``StagedJars.java`` (compiled here):
   nothing where the executors run on this machine (Beam's jars are on their classpath), Beam's
   jars alone for another cluster (each executor has Spark's own).
+- Executors on this machine close Beam's SDK environments when they stop
+  (``ClosingEnvironments.java``, a Spark plugin), so that their SDK workers end, not break.
 """
 
 from __future__ import annotations
@@ -65,7 +67,10 @@ JAVA_17_OPTIONS = [
 # executors' CPU per job; docs/cluster.md, Measured).
 SMALL_JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 STAGED_JARS = "xlmr.engines.StagedJars"  # engines/StagedJars.java
-STAGED_JARS_SOURCE = Path(__file__).with_name("StagedJars.java")
+CLOSING_ENVIRONMENTS = "xlmr.engines.ClosingEnvironments"  # engines/ClosingEnvironments.java
+PLUGIN_SOURCES = [
+    Path(__file__).with_name(f"{name.split('.')[-1]}.java") for name in (STAGED_JARS, CLOSING_ENVIRONMENTS)
+]
 
 
 def runner(beam_version: str = BEAM_JAVA_VERSION) -> Artifact:
@@ -111,29 +116,31 @@ def spark_env(home: Path, local: bool = True) -> Dict[str, str]:
 
 def job_server_classpath(root: Path, beam_version: str = BEAM_JAVA_VERSION) -> List[str]:
     """Beam's Spark runner and Spark's own jars (assembled in ``root``), one version of each
-    library, and the StagedJars plugin compiled against them."""
+    library, and the project's plugins compiled against them."""
     folder = root / f"spark-runner-{beam_version}"
     beam = resolve([runner(beam_version)], folder)
     spark = sorted(str(jar) for jar in (spark_home(root) / "jars").glob("*.jar"))
-    return [*newest_of_each(beam, spark), str(staged_jars_plugin(folder, beam))]
+    classpath = newest_of_each(beam, spark)
+    return [*classpath, str(engine_plugins(folder, classpath))]
 
 
-def staged_jars_plugin(folder: Path, beam: List[str]) -> Path:
-    """``StagedJars.java`` compiled against Beam's jars into ``folder/staged-jars.jar`` (again
-    when the source changes), with the service entry that registers its options."""
-    jar = folder / "staged-jars.jar"
-    if jar.is_file() and jar.stat().st_mtime >= STAGED_JARS_SOURCE.stat().st_mtime:
+def engine_plugins(folder: Path, classpath: List[str]) -> Path:
+    """``PLUGIN_SOURCES`` compiled against ``classpath`` into ``folder/xlmr-engines.jar`` (again
+    when a source changes), with the service entry that registers StagedJars' options."""
+    jar = folder / "xlmr-engines.jar"
+    if jar.is_file() and all(jar.stat().st_mtime >= source.stat().st_mtime for source in PLUGIN_SOURCES):
         return jar
-    javac = require("javac", "to compile engines/StagedJars.java (a JDK, not a JRE)")
+    javac = require("javac", "to compile the engines' Java plugins (a JDK, not a JRE)")
     with tempfile.TemporaryDirectory(dir=folder) as classes:
         done = subprocess.run(
-            [javac, "-nowarn", "-d", classes, "-cp", os.pathsep.join(beam), str(STAGED_JARS_SOURCE)],
+            [javac, "-nowarn", "-d", classes, "-cp", os.pathsep.join(classpath), *map(str, PLUGIN_SOURCES)],
             capture_output=True,
             text=True,
         )
         if done.returncode != 0:
-            raise EngineError(f"javac could not compile {STAGED_JARS_SOURCE.name}: {done.stderr.strip()[-500:]}")
-        partial = folder / "staged-jars.jar.partial"
+            names = ", ".join(source.name for source in PLUGIN_SOURCES)
+            raise EngineError(f"javac could not compile {names}: {done.stderr.strip()[-500:]}")
+        partial = folder / "xlmr-engines.jar.partial"
         with zipfile.ZipFile(partial, "w") as archive:
             for path in sorted(Path(classes).rglob("*.class")):
                 archive.write(path, path.relative_to(classes).as_posix())
@@ -240,6 +247,7 @@ def start_job_server(services: Services, classpath: List[str], home: Path, maste
         "-Xmx1g",
         f"-Dspark.executor.extraClassPath={os.pathsep.join(extra_classpath)}",
         *([f"-Dspark.executor.extraJavaOptions={' '.join(small_jvms)}"] if small_jvms else []),
+        *([f"-Dspark.plugins={CLOSING_ENVIRONMENTS}"] if local else []),  # on the executors' classpath here
         f"-Dxlmr.stagedJars={os.pathsep.join(staged)}",
         "-Dspark.serializer=org.apache.spark.serializer.KryoSerializer",
         f"-Dlog4j2.configurationFile={log_config(services.root)}",

@@ -86,7 +86,7 @@ def test_the_state_reads_back_typed_and_gives_the_jobs_flags(tmp_path):
 def test_executors_find_beams_jars_here_and_are_sent_them_elsewhere_never_sparks(tmp_path):
     home = tmp_path / "spark-3.5.9"
     spark_jars = [str(home / "jars" / name) for name in ("spark-core_2.12-3.5.9.jar", "slf4j-api-2.0.7.jar")]
-    beam = ["/m2/guava-33.3.1-android.jar", "/m2/beam-runners-spark-3-2.62.0.jar", "/x/staged-jars.jar"]
+    beam = ["/m2/guava-33.3.1-android.jar", "/m2/beam-runners-spark-3-2.62.0.jar", "/x/xlmr-engines.jar"]
     classpath = [beam[1], beam[0], *spark_jars, beam[2]]
     assert executor_jars(classpath, home, on_this_machine=True) == (beam, [])
     assert executor_jars(classpath, home, on_this_machine=False) == ([beam[0]], [beam[1], beam[0], beam[2]])
