@@ -60,7 +60,7 @@ KENLM_DIR := .kenlm
 KENLM_DEBS := cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev \
 	libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev libeigen3-dev
 
-.PHONY: install kenlm lm corpus sample engines spark-up spark-down flink-up flink-down engines-down engines-status tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-read bench-perplexity bench-stream bench-train bench-memory bench-minhash bench-datatrove bench-runners bench-adapters bench-distill bench-finetune bench-lid-pages lid-model lid-calibrate worker-package clean
+.PHONY: install kenlm lm corpus sample engines spark-up spark-down flink-up flink-down engines-down engines-status tokenizer tokenize pretrain eval test test-fast quality format bench-pipeline bench-stages bench-read bench-perplexity bench-stream bench-train bench-memory bench-minhash bench-datatrove bench-runners bench-adapters bench-distill bench-finetune bench-lid-pages lid-model lid-calibrate worker-package clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -210,6 +210,12 @@ format: $(VENV)/.installed
 
 bench-pipeline: $(VENV)/.installed
 	$(PY) -m bench.pipeline
+
+# Where the mine job's CPU per page goes, stage by stage (py-spy's samples), in both LID modes with
+# --lm-dir, against the raw libraries on the same pages.
+bench-stages: $(VENV)/.installed $(KENLM_DIR)/bin/lmplz
+	$(VENV)/bin/pip install -q py-spy==0.4.1
+	$(PY) -m bench.stages $(BENCH_ARGS)
 
 # The WET reader against a bare warcio loop in three containers, and its time on bad input.
 bench-read: $(VENV)/.installed
