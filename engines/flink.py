@@ -19,7 +19,7 @@ from typing import Dict, List, Tuple
 
 from engines.errors import EngineError
 from engines.maven import BEAM_JAVA_VERSION, Artifact, require, resolve
-from engines.services import Services, free_port
+from engines.services import SMALL_JVM_OPTIONS, Services, free_port
 
 FLINK_VERSION = "1.19"  # the newest Flink whose Beam runner resolves at BEAM_JAVA_VERSION here
 LOGGING = Artifact("org.slf4j", "slf4j-simple", "1.7.30")  # a binding for Beam's slf4j-api 1.7.30
@@ -92,6 +92,7 @@ def start_cluster(services: Services, jars: List[str], taskmanagers: int = 2) ->
         [
             java,
             *jvm,
+            *SMALL_JVM_OPTIONS,
             *LOG_TIMES,
             "-cp",
             classpath_,
@@ -105,7 +106,15 @@ def start_cluster(services: Services, jars: List[str], taskmanagers: int = 2) ->
     for number in range(1, taskmanagers + 1):
         services.start(
             f"flink-taskmanager-{number}",
-            [java, *jvm, *LOG_TIMES, "-cp", classpath_, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"]
+            [
+                java,
+                *jvm,
+                *SMALL_JVM_OPTIONS,
+                *LOG_TIMES,
+                "-cp",
+                classpath_,
+                "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
+            ]
             + ["--configDir", str(conf), *dynamic],
         )
     services.wait_until(
@@ -131,7 +140,15 @@ def start_job_server(services: Services, jars: List[str], master: str) -> str:
     ports = {"job": free_port(), "artifact": free_port(), "expansion": free_port()}
     server = services.start(
         "flink-job-server",
-        [java, "-Xmx1g", *LOG_TIMES, "-cp", classpath_, "org.apache.beam.runners.flink.FlinkJobServerDriver"]
+        [
+            java,
+            "-Xmx1g",
+            *SMALL_JVM_OPTIONS,
+            *LOG_TIMES,
+            "-cp",
+            classpath_,
+            "org.apache.beam.runners.flink.FlinkJobServerDriver",
+        ]
         + ["--flink-master", master, "--job-host", "127.0.0.1", "--artifacts-dir", str(artifacts)]
         + ["--job-port", str(ports["job"]), "--artifact-port", str(ports["artifact"])]
         + ["--expansion-port", str(ports["expansion"])],

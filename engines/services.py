@@ -19,6 +19,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 from engines.errors import EngineError
 
 STOP_SECONDS = 20.0  # SIGTERM, then SIGKILL
+# The JVMs of an engine on this machine: they schedule and shuffle, the job's work is Python's,
+# so C2 compilation and G1's threads are a per-job cost with nothing to win back (they halve
+# Spark's executors' CPU per job; docs/cluster.md, Measured).
+SMALL_JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
 
 def free_port() -> int:

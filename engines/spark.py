@@ -31,7 +31,7 @@ from typing import Dict, List, Tuple
 
 from engines.errors import EngineError
 from engines.maven import BEAM_JAVA_VERSION, Artifact, library, newest_of_each, require, resolve
-from engines.services import Service, Services, free_port
+from engines.services import SMALL_JVM_OPTIONS, Service, Services, free_port
 
 SPARK_VERSION = "3.5.9"  # Beam's portable Spark runner supports Spark 3 only; 3.5 is the last line
 SCALA_VERSION = "2.12"  # the Scala of pyspark 3.5's jars and of beam-runners-spark-3
@@ -62,10 +62,6 @@ JAVA_17_OPTIONS = [
     "--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
     "-Djdk.reflect.useDirectMethodHandle=false",
 ]
-# The JVMs of a cluster on this machine: they schedule and shuffle, the job's work is Python's,
-# so C2 compilation and G1's threads are a per-job cost with nothing to win back (they halve the
-# executors' CPU per job; docs/cluster.md, Measured).
-SMALL_JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 STAGED_JARS = "xlmr.engines.StagedJars"  # engines/StagedJars.java
 CLOSING_ENVIRONMENTS = "xlmr.engines.ClosingEnvironments"  # engines/ClosingEnvironments.java
 PLUGIN_SOURCES = [
