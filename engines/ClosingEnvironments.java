@@ -13,6 +13,7 @@ import org.apache.beam.runners.spark.translation.SparkExecutableStageContextFact
 import org.apache.beam.sdk.fn.server.GrpcFnServer;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.api.plugin.SparkPlugin;
 
 /**
@@ -24,8 +25,8 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * that changes it logs a warning here and closes nothing, as before.
  */
 public final class ClosingEnvironments implements SparkPlugin {
-  /** Time for an SDK worker told to stop to close its streams (a few milliseconds here). */
-  static final long WORKERS_END_MILLIS = 500;
+  /** Time for an SDK worker told to stop to close its streams (milliseconds here; a loaded machine is slower). */
+  static final long WORKERS_END_MILLIS = 1000;
 
   @Override
   public DriverPlugin driverPlugin() {
@@ -34,12 +35,40 @@ public final class ClosingEnvironments implements SparkPlugin {
 
   @Override
   public ExecutorPlugin executorPlugin() {
-    return new ExecutorPlugin() {
-      @Override
-      public void shutdown() {
+    return new Closer();
+  }
+
+  /**
+   * One executor's: it closes once, on the executor's stop or in a JVM shutdown hook, whichever
+   * comes first. The worker's SIGTERM often follows the driver's "shutdown" at once: Spark's own
+   * hook then finds the executor stopping and returns, and the JVM would exit in the middle of the
+   * close that the stop began; the hook waits for it.
+   */
+  private static final class Closer implements ExecutorPlugin {
+    private final Thread hook = new Thread(this::closeOnce, "close-beam-environments");
+    private boolean closed;
+
+    @Override
+    public void init(PluginContext context, Map<String, String> extraConf) {
+      Runtime.getRuntime().addShutdownHook(hook);
+    }
+
+    @Override
+    public void shutdown() {
+      closeOnce();
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException exiting) {
+        // the JVM is exiting: the hook runs and finds the close done
+      }
+    }
+
+    private synchronized void closeOnce() {
+      if (!closed) {
+        closed = true;
         closeCachedEnvironments();
       }
-    };
+    }
   }
 
   /**
@@ -75,6 +104,7 @@ public final class ClosingEnvironments implements SparkPlugin {
       for (ExecutableStageContext context : contexts) {
         context.close();
       }
+      System.err.println("INFO ClosingEnvironments: closed " + contexts.size() + " cached SDK environment context(s)");
     } catch (Exception e) {
       System.err.println("WARN ClosingEnvironments: Beam's SDK environments closed by the executor's exit: " + e);
     }
